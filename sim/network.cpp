@@ -1,0 +1,60 @@
+#include "sim/network.hpp"
+
+namespace locksim {
+
+Duration DelayDist::sample(Rng& rng) const {
+  switch (kind) {
+    case Kind::constant: return min;
+    case Kind::uniform: return rng.uniform(min, max);
+    case Kind::exponential: return min + rng.exponential(mean, max - min);
+    case Kind::long_tail: return min + rng.pareto(mean, alpha, max - min);
+  }
+  return min;
+}
+
+void Network::add_spike(ProcId from, ProcId to, Duration extra, Time until, std::uint32_t count) {
+  spikes_.push_back({from, to, extra, until, count});
+}
+
+Fate Network::decide(ProcId from, ProcId to, Time now) {
+  Fate fate;
+  if (blocked(from, to)) {
+    fate.lost = true;
+    fate.why = "partition";
+    return fate;
+  }
+  auto it = opts_.links.find({from, to});
+  const LinkOptions& l = it != opts_.links.end() ? it->second : opts_.defaults;
+  if (l.loss_ppm != 0 && rng_.chance(l.loss_ppm, 1'000'000)) {
+    fate.lost = true;
+    fate.why = "loss";
+    return fate;
+  }
+  Duration extra{0};
+  for (auto s = spikes_.begin(); s != spikes_.end();) {
+    const bool expired = now >= s->until;
+    if (expired) {
+      s = spikes_.erase(s);
+      continue;
+    }
+    const bool match = (!s->from.valid() || s->from == from) && (!s->to.valid() || s->to == to);
+    if (match) {
+      extra += s->extra;
+      if (s->remaining != 0 && --s->remaining == 0) {
+        s = spikes_.erase(s);
+        continue;
+      }
+    }
+    ++s;
+  }
+  auto one = [&] {
+    Duration d = l.delay.sample(rng_) + extra;
+    if (l.reorder_ppm != 0 && rng_.chance(l.reorder_ppm, 1'000'000)) d += rng_.uniform(0ns, l.reorder_extra);
+    return d;
+  };
+  fate.deliveries.push_back(one());
+  if (l.duplicate_ppm != 0 && rng_.chance(l.duplicate_ppm, 1'000'000)) fate.deliveries.push_back(one());
+  return fate;
+}
+
+}  // namespace locksim

@@ -1,0 +1,82 @@
+#pragma once
+/// The network model: per-message delay from a distribution, loss, duplication, reordering, partitions (one-way
+/// too) and per-link overrides. It only decides a message's fate; the world schedules the delivery.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "sim/random.hpp"
+#include "sim/time.hpp"
+#include "sim/trace.hpp"
+
+namespace locksim {
+
+struct DelayDist {
+  enum class Kind : std::uint8_t { constant, uniform, exponential, long_tail };
+  Kind kind = Kind::constant;
+  Duration min{1ms};  ///< constant value, or lower bound
+  Duration max{1ms};  ///< upper bound (uniform), cap (exponential, long tail)
+  Duration mean{1ms};  ///< exponential mean / long-tail scale
+  double alpha = 1.5;  ///< long-tail (Pareto) shape
+
+  static DelayDist constant_of(Duration d) { return {Kind::constant, d, d, d, 1.5}; }
+  static DelayDist uniform_of(Duration lo, Duration hi) { return {Kind::uniform, lo, hi, lo, 1.5}; }
+  Duration sample(Rng& rng) const;
+};
+
+/// Probabilities are integer parts per million: exact and portable.
+struct LinkOptions {
+  DelayDist delay = DelayDist::constant_of(1ms);
+  std::uint32_t loss_ppm = 0;
+  std::uint32_t duplicate_ppm = 0;
+  std::uint32_t reorder_ppm = 0;  ///< chance that a message gets an extra uniform delay in [0, reorder_extra]
+  Duration reorder_extra{0};
+};
+
+struct NetworkOptions {
+  LinkOptions defaults;
+  std::map<std::pair<ProcId, ProcId>, LinkOptions> links;  ///< per directed link overrides (ordered map)
+};
+
+/// The fate of one message, decided when it is sent.
+struct Fate {
+  bool lost = false;
+  std::vector<Duration> deliveries;  ///< one delay per copy (duplication gives two)
+  const char* why = nullptr;         ///< reason when lost
+};
+
+class Network {
+ public:
+  explicit Network(NetworkOptions opts, Rng rng) : opts_(std::move(opts)), rng_(rng) {}
+
+  Fate decide(ProcId from, ProcId to, Time now);
+
+  /// Block from→to (one way). Partition both ways by calling twice.
+  void block(ProcId from, ProcId to) { blocked_.insert({from, to}); }
+  void unblock(ProcId from, ProcId to) { blocked_.erase({from, to}); }
+  void heal_all() { blocked_.clear(); }
+  bool blocked(ProcId from, ProcId to) const { return blocked_.count({from, to}) != 0; }
+
+  /// Extra delay added to messages on a link (or any link when from/to are invalid) until `until`.
+  void add_spike(ProcId from, ProcId to, Duration extra, Time until, std::uint32_t count);
+
+  LinkOptions& link(ProcId from, ProcId to) { return opts_.links[{from, to}]; }
+  NetworkOptions& options() { return opts_; }
+
+ private:
+  struct Spike {
+    ProcId from, to;
+    Duration extra;
+    Time until;
+    std::uint32_t remaining;  ///< messages left to delay (0 = unlimited until `until`)
+  };
+  NetworkOptions opts_;
+  Rng rng_;
+  std::set<std::pair<ProcId, ProcId>> blocked_;
+  std::vector<Spike> spikes_;
+};
+
+}  // namespace locksim

@@ -1,0 +1,81 @@
+#include "sim/random.hpp"
+
+#include <cmath>
+
+namespace locksim {
+namespace {
+constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+std::int64_t clamp_ns(long double v, Duration cap) {
+  if (!(v >= 0)) return 0;
+  if (v >= static_cast<long double>(cap.count())) return cap.count();
+  return static_cast<std::int64_t>(v);
+}
+}  // namespace
+
+Rng::Rng(std::uint64_t seed) : seed_(seed) {
+  SplitMix64 sm(seed);
+  for (auto& w : s_) w = sm.next();
+}
+
+Rng Rng::stream(std::string_view name) const { return stream(stable_hash(name)); }
+
+Rng Rng::stream(std::uint64_t id) const {
+  SplitMix64 sm(seed_ ^ rotl(id, 17) ^ 0x6a09e667f3bcc909ULL);
+  sm.next();
+  return Rng(sm.next() ^ id);
+}
+
+std::uint64_t Rng::next() {
+  const std::uint64_t result = rotl(s_[0] + s_[3], 23) + s_[0];
+  const std::uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+std::uint64_t Rng::below(std::uint64_t bound) {
+  if (bound == 0) return 0;
+  unsigned __int128 m = static_cast<unsigned __int128>(next()) * bound;
+  auto low = static_cast<std::uint64_t>(m);
+  if (low < bound) {
+    const std::uint64_t threshold = (0 - bound) % bound;
+    while (low < threshold) {
+      m = static_cast<unsigned __int128>(next()) * bound;
+      low = static_cast<std::uint64_t>(m);
+    }
+  }
+  return static_cast<std::uint64_t>(m >> 64);
+}
+
+std::int64_t Rng::between(std::int64_t lo, std::int64_t hi) {
+  if (hi <= lo) return lo;
+  const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+  if (span == ~std::uint64_t{0}) return static_cast<std::int64_t>(next());
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + below(span + 1));
+}
+
+Duration Rng::uniform(Duration lo, Duration hi) { return Duration{between(lo.count(), hi.count())}; }
+
+bool Rng::chance(std::uint64_t num, std::uint64_t den) {
+  if (den == 0 || num == 0) return false;
+  if (num >= den) return true;
+  return below(den) < num;
+}
+
+double Rng::unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+Duration Rng::exponential(Duration mean, Duration cap) {
+  const double u = unit();  // [0,1): 1-u in (0,1], log finite
+  return Duration{clamp_ns(-std::log1p(-u) * static_cast<long double>(mean.count()), cap)};
+}
+
+Duration Rng::pareto(Duration scale, double alpha, Duration cap) {
+  const double u = 1.0 - unit();  // (0,1]
+  return Duration{clamp_ns(static_cast<long double>(scale.count()) * std::pow(u, -1.0 / alpha), cap)};
+}
+
+}  // namespace locksim

@@ -1,0 +1,70 @@
+#pragma once
+/// Seeded randomness. One seed per world; SplitMix64 derives an independent xoshiro256++ stream per component.
+/// Every distribution is our own: std:: distributions differ between standard libraries and would break replay.
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "sim/time.hpp"
+
+namespace locksim {
+
+/// SplitMix64 (Steele, Lea, Flood 2014): used to expand one 64-bit seed into generator state.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+/// FNV-1a over a name: a stable way to turn a stream name into a number (never std::hash).
+constexpr std::uint64_t stable_hash(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+/// xoshiro256++ (Blackman, Vigna) with our own distributions.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed = 0);
+
+  /// An independent stream derived from this generator's seed and a name, e.g. rng.stream("network").
+  /// Deriving does not advance this generator, so adding a stream never changes the others.
+  [[nodiscard]] Rng stream(std::string_view name) const;
+  [[nodiscard]] Rng stream(std::uint64_t id) const;
+
+  std::uint64_t next();
+  std::uint64_t seed() const { return seed_; }
+
+  /// Uniform integer in [0, bound), unbiased (Lemire's multiply-and-reject). bound == 0 gives 0.
+  std::uint64_t below(std::uint64_t bound);
+  /// Uniform integer in [lo, hi], inclusive; lo > hi is treated as lo.
+  std::int64_t between(std::int64_t lo, std::int64_t hi);
+  /// Uniform duration in [lo, hi], inclusive.
+  Duration uniform(Duration lo, Duration hi);
+  /// True with probability num/den (integer ratio: exact and portable).
+  bool chance(std::uint64_t num, std::uint64_t den);
+  /// Uniform double in [0, 1) with 53 random bits.
+  double unit();
+  /// Exponentially distributed duration with the given mean, capped at cap.
+  Duration exponential(Duration mean, Duration cap = kTimeMax);
+  /// Pareto-distributed (long-tailed) duration: scale * U^(-1/alpha), capped at cap. alpha > 0.
+  Duration pareto(Duration scale, double alpha, Duration cap);
+
+ private:
+  std::uint64_t seed_;
+  std::array<std::uint64_t, 4> s_{};
+};
+
+}  // namespace locksim

@@ -1,0 +1,78 @@
+#pragma once
+/// The trace: every kernel event with true time and node time, and a 64-bit hash over its canonical form.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/time.hpp"
+
+namespace locksim {
+
+/// Process identifier inside one world (index in creation order: stable across runs).
+struct ProcId {
+  std::uint32_t value = kNone;
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  constexpr bool valid() const { return value != kNone; }
+  friend constexpr auto operator<=>(ProcId, ProcId) = default;
+};
+
+enum class TraceKind : std::uint8_t {
+  start,      ///< a process's fiber started (first start or restart)
+  exit,       ///< a process's body returned
+  send,       ///< a message left a process
+  deliver,    ///< a message reached a process's mailbox
+  drop,       ///< a message was lost (loss, partition, dead receiver)
+  duplicate,  ///< the network duplicated a message
+  receive,    ///< a process took a message from its mailbox
+  timeout,    ///< a receive or call gave up
+  pause,      ///< a process stopped being scheduled (GC pause, SIGSTOP)
+  resume,     ///< a paused process runs again
+  crash,      ///< a process lost its volatile state
+  restart,    ///< a crashed process starts again from its persisted state
+  clock,      ///< a node clock changed (jump, drift)
+  network,    ///< partition / heal / link change
+  fault,      ///< a fault of the plan fired
+  note,       ///< an event logged by code inside the world (e.g. "acquired", "write")
+  limit,      ///< the run stopped at a limit
+};
+
+std::string_view to_string(TraceKind k);
+
+struct TraceEvent {
+  Time time{};          ///< true simulated time
+  Time node_time{};     ///< the process's own monotonic clock at that moment (0 when not applicable)
+  Time wall_time{};     ///< the process's wall clock at that moment
+  TraceKind kind{};
+  ProcId proc{};        ///< the process it happened to
+  ProcId peer{};        ///< the other side (sender/receiver), if any
+  std::uint64_t msg = 0;  ///< message id, if any
+  std::string label;    ///< short name: message type, note label, fault kind
+  std::string detail;   ///< free text, canonical (no pointers, no unordered iteration)
+};
+
+/// Records events and hashes them incrementally. Keeping the events is optional (hash-only mode for speed).
+class Trace {
+ public:
+  explicit Trace(bool keep_events = true);
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+  ~Trace();
+
+  void record(TraceEvent ev);
+  std::uint64_t hash() const;
+  std::uint64_t count() const { return count_; }
+  const std::vector<TraceEvent>& events() const { return events_; }
+  bool keeps_events() const { return keep_; }
+
+  /// One line per event, stable format, used by golden files and --trace output.
+  static std::string format(const TraceEvent& ev, std::string_view proc_name, std::string_view peer_name);
+
+ private:
+  bool keep_;
+  std::uint64_t count_ = 0;
+  void* state_;  // XXH3 streaming state (opaque here to keep xxhash.h out of headers)
+  std::vector<TraceEvent> events_;
+};
+
+}  // namespace locksim

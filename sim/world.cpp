@@ -1,0 +1,622 @@
+#include "sim/world.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/context/fiber.hpp>
+#include <boost/context/fixedsize_stack.hpp>
+#include <deque>
+
+#if defined(LOCKSIM_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#define LOCKSIM_START_SWITCH(save, bottom, size) __sanitizer_start_switch_fiber(save, bottom, size)
+#define LOCKSIM_FINISH_SWITCH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
+#else
+#define LOCKSIM_START_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define LOCKSIM_FINISH_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#endif
+
+namespace ctx = boost::context;
+
+namespace locksim {
+
+std::string_view to_string(StopReason r) {
+  switch (r) {
+    case StopReason::idle: return "idle";
+    case StopReason::done: return "done";
+    case StopReason::until: return "until";
+    case StopReason::stopped: return "stopped";
+    case StopReason::time_limit: return "time limit";
+    case StopReason::event_limit: return "event limit";
+    case StopReason::mailbox_limit: return "mailbox limit";
+  }
+  return "?";
+}
+
+std::string_view to_string(Fault::Kind k) {
+  switch (k) {
+    case Fault::Kind::pause: return "pause";
+    case Fault::Kind::crash: return "crash";
+    case Fault::Kind::restart: return "restart";
+    case Fault::Kind::clock_jump: return "clock_jump";
+    case Fault::Kind::clock_drift: return "clock_drift";
+    case Fault::Kind::partition: return "partition";
+    case Fault::Kind::heal: return "heal";
+    case Fault::Kind::delay_spike: return "delay_spike";
+  }
+  return "?";
+}
+
+class Process {
+ public:
+  ProcId id;
+  std::string name;
+  Body body;
+  ProcessOptions opts;
+  NodeClock clock;
+  Storage storage;
+  Rng rng;
+  ProcState state = ProcState::created;
+  std::uint32_t incarnation = 0;
+  std::deque<Message> mailbox;
+
+  // Waiting.
+  std::uint64_t wait_gen = 0;     // bumped at every block; wake events carry it
+  bool waiting_receive = false;
+  const std::function<bool(const Message&)>* filter = nullptr;
+  bool pending_wake = false;      // a wake came while paused
+  std::uint64_t pending_gen = 0;
+
+  // Pause.
+  bool paused = false;
+  std::uint64_t pause_gen = 0;
+
+  // Fiber.
+  ctx::fiber fiber;
+  ctx::fiber sink;  // the scheduler, seen from inside the fiber
+  bool killed = false;
+  const void* stack_bottom = nullptr;
+  std::size_t stack_size = 0;
+  void* fake_stack = nullptr;
+
+  std::unique_ptr<Context> context;
+  std::uint64_t fsync_gen = 0;
+  bool pending_start = false;   // start (or restart) came while paused
+  std::exception_ptr error;     // an exception that escaped the body, rethrown in scheduler context
+};
+
+namespace {
+/// fixedsize_stack that remembers where the stack is (for the sanitizer fiber annotations).
+struct RecordingStack {
+  ctx::fixedsize_stack inner;
+  Process* p;
+  ctx::stack_context allocate() {
+    ctx::stack_context sc = inner.allocate();
+    p->stack_bottom = static_cast<char*>(sc.sp) - sc.size;
+    p->stack_size = sc.size;
+    return sc;
+  }
+  void deallocate(ctx::stack_context& sc) noexcept { inner.deallocate(sc); }
+};
+
+[[maybe_unused]] thread_local const void* main_stack_bottom = nullptr;
+[[maybe_unused]] thread_local std::size_t main_stack_size = 0;
+}  // namespace
+
+// ---------------------------------------------------------------- Context
+
+ProcId Context::self() const { return proc_.id; }
+const std::string& Context::name() const { return proc_.name; }
+Time Context::now() const { return proc_.clock.monotonic(world_.now_); }
+Time Context::wall() const { return proc_.clock.wall(world_.now_); }
+Rng& Context::rng() { return proc_.rng; }
+Storage& Context::storage() { return proc_.storage; }
+std::uint32_t Context::incarnation() const { return proc_.incarnation; }
+ProcId Context::lookup(std::string_view name) const { return world_.find(name); }
+
+void Context::sleep(Duration d) {
+  if (d < 0ns) d = 0ns;
+  const Time local = now();
+  const Time deadline = d >= kForever - local ? kTimeMax : proc_.clock.true_time_at(local + d);
+  Process& p = proc_;
+  const std::uint64_t gen = ++p.wait_gen;
+  World& w = world_;
+  w.push(std::max(deadline, w.now_), [&w, &p, gen] { w.wake(p, gen); });
+  w.block(p);
+}
+
+std::uint64_t Context::send(ProcId to, Message m) {
+  World& w = world_;
+  m.id = w.next_msg_++;
+  m.from = proc_.id;
+  m.to = to;
+  const std::uint64_t id = m.id;
+  if (!to.valid() || to.value >= w.procs_.size()) throw std::out_of_range("send to an unknown process");
+  w.record(TraceKind::send, proc_.id, to, id, m.type, m.detail);
+  w.check_triggers(Trigger::Kind::send, proc_.id, m.type);
+  Fate fate = w.network_.decide(proc_.id, to, w.now_);
+  if (fate.lost) {
+    w.record(TraceKind::drop, to, proc_.id, id, m.type, fate.why);
+  } else {
+    const std::uint32_t inc = w.procs_[to.value]->incarnation;
+    for (std::size_t i = 0; i < fate.deliveries.size(); ++i) {
+      if (i > 0) w.record(TraceKind::duplicate, to, proc_.id, id, m.type);
+      Message copy = (i + 1 == fate.deliveries.size()) ? std::move(m) : m;
+      w.push(w.now_ + fate.deliveries[i],
+             [&w, msg = std::move(copy), inc]() mutable { w.deliver(std::move(msg), inc); });
+    }
+  }
+  if (proc_.paused) w.pause_here(proc_);  // a fault fired by this send paused us: stop right here
+  return id;
+}
+
+std::uint64_t Context::reply(const Message& request, Message m) {
+  m.reply_to = request.id;
+  return send(request.from, std::move(m));
+}
+
+std::optional<Message> Context::receive(Duration timeout, const std::function<bool(const Message&)>& filter) {
+  World& w = world_;
+  Process& p = proc_;
+  const Time local_deadline = timeout >= kForever - now() ? kTimeMax : now() + timeout;
+  const Time deadline = local_deadline == kTimeMax ? kTimeMax : p.clock.true_time_at(local_deadline);
+  for (;;) {
+    for (auto it = p.mailbox.begin(); it != p.mailbox.end(); ++it) {
+      if (!filter || filter(*it)) {
+        Message m = std::move(*it);
+        p.mailbox.erase(it);
+        w.record(TraceKind::receive, p.id, m.from, m.id, m.type);
+        w.check_triggers(Trigger::Kind::receive, p.id, m.type);
+        if (p.paused) w.pause_here(p);
+        return m;
+      }
+    }
+    if (w.now_ >= deadline) {
+      w.record(TraceKind::timeout, p.id);
+      return std::nullopt;
+    }
+    const std::uint64_t gen = ++p.wait_gen;
+    p.waiting_receive = true;
+    p.filter = &filter;
+    if (deadline != kTimeMax) w.push(deadline, [&w, &p, gen] { w.wake(p, gen); });
+    w.block(p);
+    p.waiting_receive = false;
+    p.filter = nullptr;
+  }
+}
+
+std::optional<Message> Context::call(ProcId to, Message request, Duration timeout) {
+  const std::uint64_t id = send(to, std::move(request));
+  return receive(timeout, [id](const Message& m) { return m.reply_to == id; });
+}
+
+void Context::note(std::string_view label, std::string detail) {
+  World& w = world_;
+  for (auto& obs : w.note_observers_) obs(proc_.id, label, detail);
+  w.record(TraceKind::note, proc_.id, {}, 0, std::string(label), std::move(detail));
+  w.check_triggers(Trigger::Kind::note, proc_.id, label);
+  if (proc_.paused) w.pause_here(proc_);
+}
+
+// ---------------------------------------------------------------- World
+
+World::World(WorldOptions opts)
+    : opts_(std::move(opts)),
+      rng_(opts_.seed),
+      tie_rng_(rng_.stream("scheduler/ties")),
+      trace_(opts_.keep_trace),
+      network_(opts_.network, rng_.stream("network")) {}
+
+World::~World() {
+  for (auto& p : procs_) kill_fiber(*p);
+}
+
+void World::push(Time at, std::function<void()> fn) {
+  const std::uint64_t tie = opts_.shuffle_ties ? tie_rng_.next() : 0;
+  queue_.push_back(Event{at, tie, seq_++, std::move(fn)});
+  std::push_heap(queue_.begin(), queue_.end(), Later{});
+}
+
+void World::schedule(Time at, std::function<void()> fn) { push(std::max(at, now_), std::move(fn)); }
+
+void World::record(TraceKind k, ProcId p, ProcId peer, std::uint64_t msg, std::string label, std::string detail) {
+  TraceEvent ev;
+  ev.time = now_;
+  if (p.valid()) {
+    const Process& pr = *procs_[p.value];
+    ev.node_time = pr.clock.monotonic(now_);
+    ev.wall_time = pr.clock.wall(now_);
+  }
+  ev.kind = k;
+  ev.proc = p;
+  ev.peer = peer;
+  ev.msg = msg;
+  ev.label = std::move(label);
+  ev.detail = std::move(detail);
+  trace_.record(std::move(ev));
+}
+
+ProcId World::spawn(std::string name, Body body, ProcessOptions opts) {
+  if (procs_.size() >= opts_.limits.max_processes)
+    throw std::length_error(fmt::format("too many processes (limit {})", opts_.limits.max_processes));
+  if (find(name).valid()) throw std::invalid_argument(fmt::format("duplicate process name '{}'", name));
+  names_.emplace(name, ProcId{static_cast<std::uint32_t>(procs_.size())});
+  auto p = std::make_unique<Process>();
+  p->id = ProcId{static_cast<std::uint32_t>(procs_.size())};
+  p->name = std::move(name);
+  p->body = std::move(body);
+  p->opts = opts;
+  p->clock = NodeClock(opts.clock);
+  p->storage.policy = opts.fsync;
+  p->storage.fsync_period = opts.fsync_period;
+  p->rng = rng_.stream("process/" + p->name);
+  Process& ref = *p;
+  ref.context = std::make_unique<Context>(*this, ref);
+  procs_.push_back(std::move(p));
+  if (!opts.daemon) ++live_;
+  push(now_, [this, &ref] { start_fiber(ref); });
+  arm_fsync(ref);
+  return ref.id;
+}
+
+void World::arm_fsync(Process& p) {
+  if (p.storage.policy != FsyncPolicy::periodic || p.storage.fsync_period <= 0ns) return;
+  const std::uint64_t gen = ++p.fsync_gen;
+  const Time at = p.clock.true_time_at(p.clock.monotonic(now_) + p.storage.fsync_period);
+  push(at, [this, &p, gen] {
+    if (gen != p.fsync_gen || p.state == ProcState::crashed || p.state == ProcState::exited) return;
+    if (!p.paused) p.storage.fsync();  // a stopped process's background fsync thread is stopped too
+    arm_fsync(p);
+  });
+}
+
+void World::start_fiber(Process& p) {
+  if (p.state == ProcState::crashed) return;
+  if (p.paused) {
+    p.pending_start = true;
+    return;
+  }
+  p.state = ProcState::running;
+  p.killed = false;
+  p.wait_gen++;
+  record(TraceKind::start, p.id, {}, 0, {}, p.incarnation ? fmt::format("incarnation={}", p.incarnation) : "");
+  std::size_t stack = p.opts.stack_size ? p.opts.stack_size : opts_.stack_size;
+  p.fiber = ctx::fiber(std::allocator_arg, RecordingStack{ctx::fixedsize_stack(stack), &p},
+                       [this, &p](ctx::fiber&& sink) {
+                         LOCKSIM_FINISH_SWITCH(nullptr, &main_stack_bottom, &main_stack_size);
+                         p.sink = std::move(sink);
+                         bool ended = false;
+                         try {
+                           p.body(*p.context);
+                           ended = true;
+                         } catch (const ProcessKilled&) {
+                         } catch (...) {
+                           p.error = std::current_exception();
+                           ended = true;
+                         }
+                         if (ended) process_ended(p);
+                         LOCKSIM_START_SWITCH(nullptr, main_stack_bottom, main_stack_size);
+                         return std::move(p.sink);
+                       });
+  switch_to(p);
+}
+
+void World::switch_to(Process& p) {
+  Process* prev = current_;
+  current_ = &p;
+  [[maybe_unused]] void* main_fake = nullptr;
+  LOCKSIM_START_SWITCH(&main_fake, p.stack_bottom, p.stack_size);
+  p.fiber = std::move(p.fiber).resume();
+  LOCKSIM_FINISH_SWITCH(main_fake, nullptr, nullptr);
+  current_ = prev;
+  if (p.error) {
+    auto e = p.error;
+    p.error = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+void World::pause_here(Process& p) {
+  p.pending_gen = ++p.wait_gen;
+  p.pending_wake = true;
+  block(p);
+}
+
+void World::block(Process& p) {
+  // Inside p's fiber: hand control back to the scheduler until a wake event resumes us.
+  p.state = ProcState::blocked;
+  LOCKSIM_START_SWITCH(&p.fake_stack, main_stack_bottom, main_stack_size);
+  p.sink = std::move(p.sink).resume();
+  LOCKSIM_FINISH_SWITCH(p.fake_stack, &main_stack_bottom, &main_stack_size);
+  if (p.killed) throw ProcessKilled{};
+  p.state = ProcState::running;
+}
+
+void World::wake(Process& p, std::uint64_t gen) {
+  if (gen != p.wait_gen || p.state != ProcState::blocked) return;
+  if (p.paused) {
+    p.pending_wake = true;
+    p.pending_gen = gen;
+    return;
+  }
+  switch_to(p);
+}
+
+void World::deliver(Message m, std::uint32_t incarnation) {
+  Process& p = *procs_[m.to.value];
+  if (p.state == ProcState::crashed || p.state == ProcState::exited || p.incarnation != incarnation) {
+    record(TraceKind::drop, p.id, m.from, m.id, m.type,
+           p.state == ProcState::exited ? "receiver exited" : "receiver crashed");
+    return;
+  }
+  ++delivered_;
+  record(TraceKind::deliver, p.id, m.from, m.id, m.type);
+  const bool wanted = p.waiting_receive && (!*p.filter || (*p.filter)(m));
+  p.mailbox.push_back(std::move(m));
+  if (p.mailbox.size() > opts_.limits.max_mailbox) mailbox_overflow_ = true;
+  if (wanted) {
+    const std::uint64_t gen = p.wait_gen;
+    p.waiting_receive = false;  // one wake is enough
+    wake(p, gen);
+  }
+}
+
+void World::process_ended(Process& p) {
+  p.state = ProcState::exited;
+  record(TraceKind::exit, p.id);
+  if (!p.opts.daemon && live_ > 0) --live_;
+}
+
+void World::kill_fiber(Process& p) {
+  if (!p.fiber) return;
+  if (p.state == ProcState::created) {  // never ran: nothing to unwind
+    p.fiber = ctx::fiber{};
+    return;
+  }
+  p.killed = true;
+  switch_to(p);  // the block() inside throws ProcessKilled; the entry function returns
+  p.killed = false;
+}
+
+// ---------------------------------------------------------------- faults and kernel actions
+
+void World::pause(ProcId id, Duration d) {
+  Process& p = *procs_[id.value];
+  if (p.state == ProcState::crashed || p.state == ProcState::exited) return;
+  const std::uint64_t gen = ++p.pause_gen;
+  if (!p.paused) {
+    p.paused = true;
+    record(TraceKind::pause, id, {}, 0, {}, fmt::format("for={}", format_time(d)));
+  }
+  if (d < kForever) {
+    push(now_ + d, [this, &p, gen] {
+      if (gen == p.pause_gen) resume(p.id);
+    });
+  }
+}
+
+void World::resume(ProcId id) {
+  Process& p = *procs_[id.value];
+  if (!p.paused) return;
+  p.paused = false;
+  ++p.pause_gen;
+  record(TraceKind::resume, id);
+  // Everything that came due during the pause (timers, wanted messages) was turned into one pending wake.
+  if (p.pending_start) {
+    p.pending_start = false;
+    push(now_, [this, &p] { start_fiber(p); });
+  } else if (p.pending_wake) {
+    p.pending_wake = false;
+    const std::uint64_t gen = p.pending_gen;
+    push(now_, [this, &p, gen] { wake(p, gen); });
+  }
+}
+
+void World::crash(ProcId id, bool power_loss) {
+  if (current_ != nullptr) {  // called from inside a fiber: act from scheduler context, at this instant
+    push(now_, [this, id, power_loss] { crash(id, power_loss); });
+    return;
+  }
+  Process& p = *procs_[id.value];
+  if (p.state == ProcState::crashed || p.state == ProcState::exited) return;
+  record(TraceKind::crash, id, {}, 0, {}, power_loss ? "power loss" : "process");
+  kill_fiber(p);
+  p.fiber = ctx::fiber{};
+  if (!p.opts.daemon && live_ > 0) --live_;
+  p.state = ProcState::crashed;
+  p.mailbox.clear();
+  p.paused = false;
+  p.pending_wake = false;
+  p.pending_start = false;
+  p.waiting_receive = false;
+  ++p.pause_gen;
+  ++p.wait_gen;
+  ++p.fsync_gen;
+  if (power_loss) p.storage.lose_unsynced();
+}
+
+void World::restart(ProcId id) {
+  if (current_ != nullptr) {
+    push(now_, [this, id] { restart(id); });
+    return;
+  }
+  Process& p = *procs_[id.value];
+  if (p.state != ProcState::crashed) return;
+  ++p.incarnation;
+  record(TraceKind::restart, id, {}, 0, {}, fmt::format("incarnation={}", p.incarnation));
+  p.state = ProcState::created;
+  if (!p.opts.daemon) ++live_;
+  arm_fsync(p);
+  start_fiber(p);
+}
+
+void World::clock_jump(ProcId id, Duration by) {
+  Process& p = *procs_[id.value];
+  p.clock.jump(now_, by);
+  record(TraceKind::clock, id, {}, 0, "jump", fmt::format("by={}", format_time(by)));
+}
+
+void World::clock_drift(ProcId id, std::int64_t ppm) {
+  Process& p = *procs_[id.value];
+  p.clock.set_drift(now_, ppm);
+  record(TraceKind::clock, id, {}, 0, "drift", fmt::format("ppm={}", p.clock.drift_ppm()));
+}
+
+void World::partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way) {
+  std::string names;
+  for (ProcId x : a)
+    for (ProcId y : b) {
+      if (x == y) continue;
+      network_.block(x, y);
+      if (!one_way) network_.block(y, x);
+    }
+  for (ProcId x : a) names += (names.empty() ? "" : ",") + name(x);
+  names += one_way ? " -> " : " | ";
+  bool first = true;
+  for (ProcId y : b) {
+    names += (first ? "" : ",") + name(y);
+    first = false;
+  }
+  record(TraceKind::network, {}, {}, 0, "partition", names);
+}
+
+void World::heal() {
+  network_.heal_all();
+  record(TraceKind::network, {}, {}, 0, "heal");
+}
+
+void World::add_fault(Fault f) {
+  faults_.push_back(std::move(f));
+  fault_hits_.push_back(0);
+  const std::size_t idx = faults_.size() - 1;
+  const Fault& ff = faults_[idx];
+  if (ff.when.kind == Trigger::Kind::at) {
+    push(std::max(ff.when.at, now_), [this, idx] { fire(faults_[idx]); });
+  } else {
+    have_triggers_[static_cast<int>(ff.when.kind)] = true;
+  }
+}
+
+void World::check_triggers(Trigger::Kind kind, ProcId p, std::string_view label) {
+  if (!have_triggers_[static_cast<int>(kind)]) return;
+  for (std::size_t i = 0; i < faults_.size(); ++i) {
+    const Trigger& t = faults_[i].when;
+    if (t.kind != kind || t.label != label || (t.proc.valid() && t.proc != p)) continue;
+    if (++fault_hits_[i] != t.nth) continue;
+    const Fault& f = faults_[i];
+    // Faults on the process that triggered them take effect before its next statement; all others run as
+    // events at this same instant, after the current event.
+    if (t.delay == 0ns && f.kind == Fault::Kind::pause && f.target == p) {
+      fire(f);
+    } else {
+      push(now_ + t.delay, [this, i] { fire(faults_[i]); });
+    }
+  }
+}
+
+void World::fire(const Fault& f) {
+  record(TraceKind::fault, f.target, f.peer, 0, std::string(to_string(f.kind)),
+         f.duration != 0ns ? fmt::format("duration={}", format_time(f.duration)) : "");
+  switch (f.kind) {
+    case Fault::Kind::pause: pause(f.target, f.duration > 0ns ? f.duration : kForever); break;
+    case Fault::Kind::crash:
+      crash(f.target, f.power_loss);
+      if (f.duration > 0ns) {
+        ProcId t = f.target;
+        push(now_ + f.duration, [this, t] { restart(t); });
+      }
+      break;
+    case Fault::Kind::restart: restart(f.target); break;
+    case Fault::Kind::clock_jump: clock_jump(f.target, f.duration); break;
+    case Fault::Kind::clock_drift: clock_drift(f.target, f.ppm); break;
+    case Fault::Kind::partition:
+      partition(f.side_a, f.side_b, f.one_way);
+      if (f.duration > 0ns) push(now_ + f.duration, [this] { heal(); });
+      break;
+    case Fault::Kind::heal: heal(); break;
+    case Fault::Kind::delay_spike:
+      network_.add_spike(f.target, f.peer, f.extra, f.duration > 0ns ? now_ + f.duration : kTimeMax, f.count);
+      break;
+  }
+}
+
+// ---------------------------------------------------------------- running
+
+bool World::step() {
+  if (queue_.empty()) return false;
+  std::pop_heap(queue_.begin(), queue_.end(), Later{});
+  Event ev = std::move(queue_.back());
+  queue_.pop_back();
+  now_ = ev.at;
+  ++events_;
+  ev.fn();
+  return true;
+}
+
+RunResult World::run_until(Time until) {
+  stop_requested_ = false;
+  RunResult r;
+  for (;;) {
+    if (stop_requested_) {
+      r.reason = StopReason::stopped;
+      break;
+    }
+    if (mailbox_overflow_) {
+      r.reason = StopReason::mailbox_limit;
+      record(TraceKind::limit, {}, {}, 0, "mailbox", fmt::format("max={}", opts_.limits.max_mailbox));
+      break;
+    }
+    if (live_ == 0 && !procs_.empty() && until == kTimeMax) {
+      r.reason = StopReason::done;
+      break;
+    }
+    if (queue_.empty()) {
+      r.reason = StopReason::idle;
+      break;
+    }
+    const Time next = queue_.front().at;
+    if (next > until) {
+      now_ = until;
+      r.reason = StopReason::until;
+      break;
+    }
+    if (next > opts_.limits.max_time) {
+      now_ = opts_.limits.max_time;
+      r.reason = StopReason::time_limit;
+      record(TraceKind::limit, {}, {}, 0, "time", fmt::format("max={}", format_time(opts_.limits.max_time)));
+      break;
+    }
+    if (events_ >= opts_.limits.max_events) {
+      r.reason = StopReason::event_limit;
+      record(TraceKind::limit, {}, {}, 0, "events", fmt::format("max={}", opts_.limits.max_events));
+      break;
+    }
+    step();
+  }
+  r.end = now_;
+  r.events = events_;
+  return r;
+}
+
+RunResult World::run() { return run_until(kTimeMax); }
+
+// ---------------------------------------------------------------- lookups
+
+const std::string& World::name(ProcId p) const {
+  static const std::string none = "-";
+  return p.valid() && p.value < procs_.size() ? procs_[p.value]->name : none;
+}
+
+ProcId World::find(std::string_view n) const {
+  auto it = names_.find(n);
+  return it == names_.end() ? ProcId{} : it->second;
+}
+
+ProcState World::state(ProcId p) const { return procs_[p.value]->state; }
+bool World::paused(ProcId p) const { return procs_[p.value]->paused; }
+NodeClock& World::clock(ProcId p) { return procs_[p.value]->clock; }
+Storage& World::storage(ProcId p) { return procs_[p.value]->storage; }
+Time World::monotonic(ProcId p) const { return procs_[p.value]->clock.monotonic(now_); }
+Time World::wall(ProcId p) const { return procs_[p.value]->clock.wall(now_); }
+
+}  // namespace locksim

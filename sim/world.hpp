@@ -1,0 +1,262 @@
+#pragma once
+/// The world: one event queue ordered by (time, tie-break, sequence), processes as fibers, node clocks, the
+/// network, faults and the trace. Single-threaded; many worlds may live in one program (nothing global).
+#include <any>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/clock.hpp"
+#include "sim/faults.hpp"
+#include "sim/network.hpp"
+#include "sim/random.hpp"
+#include "sim/storage.hpp"
+#include "sim/time.hpp"
+#include "sim/trace.hpp"
+
+namespace locksim {
+
+class World;
+class Process;
+
+/// A message between processes. `type` names it in the trace; `body` carries any copyable value.
+struct Message {
+  std::uint64_t id = 0;         ///< unique per send, set by the world
+  std::uint64_t reply_to = 0;   ///< for a reply: the id of the request it answers
+  ProcId from{}, to{};
+  std::string type;
+  std::any body;
+  std::string detail;  ///< optional human-readable summary for the trace (canonical text only)
+
+  template <class T>
+  const T* as() const { return std::any_cast<T>(&body); }
+
+  /// A message of `type` carrying `body`.
+  template <class T>
+  static Message of(std::string type, T body, std::string detail = {}) {
+    Message m;
+    m.type = std::move(type);
+    m.body = std::move(body);
+    m.detail = std::move(detail);
+    return m;
+  }
+};
+
+/// Thrown inside a process's fiber to unwind it when it crashes. Never catch it (it is not a std::exception).
+struct ProcessKilled {};
+
+inline constexpr Duration kForever = kTimeMax;
+
+/// The narrow interface code running inside a world sees: what a real process has.
+class Context {
+ public:
+  Context(World& w, Process& p) : world_(w), proc_(p) {}
+  ProcId self() const;
+  const std::string& name() const;
+  /// This node's monotonic clock.
+  Time now() const;
+  /// This node's wall clock (may jump).
+  Time wall() const;
+  /// Sleep for d on this node's monotonic clock.
+  void sleep(Duration d);
+  /// Send a message; returns its id.
+  std::uint64_t send(ProcId to, Message m);
+  /// Reply to a request (sets reply_to and the destination).
+  std::uint64_t reply(const Message& request, Message m);
+  /// Next message (in arrival order) for which `filter` is true, or nothing after `timeout` on this node's clock.
+  std::optional<Message> receive(Duration timeout = kForever,
+                                 const std::function<bool(const Message&)>& filter = {});
+  /// Send a request and wait for its reply (other messages stay in the mailbox).
+  std::optional<Message> call(ProcId to, Message request, Duration timeout);
+  /// Log a note to the trace; fault triggers may fire on it (and may pause this process right here).
+  void note(std::string_view label, std::string detail = {});
+  /// This process's random stream.
+  Rng& rng();
+  /// This process's persistent storage (survives crashes according to its fsync policy).
+  Storage& storage();
+  /// Restart count: 0 for the first incarnation.
+  std::uint32_t incarnation() const;
+  /// Look another process up by name (invalid ProcId if there is none).
+  ProcId lookup(std::string_view name) const;
+
+ private:
+  World& world_;
+  Process& proc_;
+};
+
+using Body = std::function<void(Context&)>;
+
+struct ProcessOptions {
+  ClockOptions clock;
+  FsyncPolicy fsync = FsyncPolicy::never;
+  Duration fsync_period{1s};
+  /// A daemon (a server) does not keep the world running: a run is done when every non-daemon process has ended.
+  bool daemon = false;
+  std::size_t stack_size = 0;  ///< 0 = the world's default
+};
+
+struct Limits {
+  std::uint64_t max_events = 50'000'000;
+  Time max_time = Time{std::chrono::hours(24 * 365)};
+  std::size_t max_processes = 1'000'000;
+  std::size_t max_mailbox = 1'000'000;  ///< messages waiting in one mailbox before the run stops
+};
+
+struct WorldOptions {
+  std::uint64_t seed = 1;
+  NetworkOptions network;
+  Limits limits;
+  std::size_t stack_size = 64 * 1024;
+  bool keep_trace = true;
+  /// Break ties between events at the same time with a seeded random key instead of insertion order,
+  /// to explore other interleavings (still deterministic for a given seed).
+  bool shuffle_ties = false;
+};
+
+enum class StopReason : std::uint8_t {
+  idle,        ///< no events left
+  done,        ///< every non-daemon process ended
+  until,       ///< run_until reached its time
+  stopped,     ///< World::stop() was called
+  time_limit,  ///< limits.max_time reached
+  event_limit, ///< limits.max_events reached
+  mailbox_limit,  ///< a mailbox exceeded limits.max_mailbox
+};
+std::string_view to_string(StopReason r);
+
+struct RunResult {
+  StopReason reason = StopReason::idle;
+  Time end{0};
+  std::uint64_t events = 0;
+  bool limit_hit() const {
+    return reason == StopReason::time_limit || reason == StopReason::event_limit ||
+           reason == StopReason::mailbox_limit;
+  }
+};
+
+enum class ProcState : std::uint8_t { created, running, blocked, exited, crashed };
+
+class World {
+ public:
+  explicit World(WorldOptions opts = {});
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  /// Create a process; it starts at the current time (its first step is an event).
+  ProcId spawn(std::string name, Body body, ProcessOptions opts = {});
+
+  /// Run until no events are left, every non-daemon process ended, stop() or a limit.
+  RunResult run();
+  /// Run events with time <= t, then set the clock to t.
+  RunResult run_until(Time t);
+  /// Run one event; false if there was none.
+  bool step();
+  /// Ask the current run to stop after the event in progress.
+  void stop() { stop_requested_ = true; }
+
+  Time now() const { return now_; }
+  std::uint64_t seed() const { return opts_.seed; }
+  Trace& trace() { return trace_; }
+  const Trace& trace() const { return trace_; }
+  Network& network() { return network_; }
+  std::uint64_t events_processed() const { return events_; }
+  std::uint64_t messages_delivered() const { return delivered_; }
+
+  std::size_t process_count() const { return procs_.size(); }
+  const std::string& name(ProcId p) const;
+  ProcId find(std::string_view name) const;
+  ProcState state(ProcId p) const;
+  bool paused(ProcId p) const;
+  NodeClock& clock(ProcId p);
+  Storage& storage(ProcId p);
+  Time monotonic(ProcId p) const;
+  Time wall(ProcId p) const;
+
+  /// Schedule a world-level callback (observers, scenario drivers); runs in scheduler context.
+  void schedule(Time at, std::function<void()> fn);
+
+  // Kernel actions: used by the fault plan, usable directly by scenarios and tests.
+  void pause(ProcId p, Duration d);
+  void resume(ProcId p);
+  void crash(ProcId p, bool power_loss);
+  void restart(ProcId p);
+  void clock_jump(ProcId p, Duration by);
+  void clock_drift(ProcId p, std::int64_t ppm);
+  void partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way);
+  void heal();
+
+  /// Add a fault to the plan (timed faults are scheduled now; triggered ones armed).
+  void add_fault(Fault f);
+  const std::vector<Fault>& faults() const { return faults_; }
+
+  /// Observe notes logged by processes (ground-truth recorders use this). Runs synchronously inside the fiber.
+  void on_note(std::function<void(ProcId, std::string_view label, std::string_view detail)> fn) {
+    note_observers_.push_back(std::move(fn));
+  }
+
+  // Used by Context.
+  Process& process(ProcId p) { return *procs_[p.value]; }
+  const Process& process(ProcId p) const { return *procs_[p.value]; }
+
+ private:
+  friend class Context;
+  friend class Process;
+  struct Event {
+    Time at;
+    std::uint64_t tie;
+    std::uint64_t seq;
+    std::function<void()> fn;
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      if (a.at != b.at) return a.at > b.at;
+      if (a.tie != b.tie) return a.tie > b.tie;
+      return a.seq > b.seq;
+    }
+  };
+
+  void push(Time at, std::function<void()> fn);
+  void start_fiber(Process& p);
+  void switch_to(Process& p);
+  void wake(Process& p, std::uint64_t gen);
+  void block(Process& p);       // called inside p's fiber
+  void pause_here(Process& p);  // inside p's fiber: p was just paused; stop until it resumes
+  void deliver(Message m, std::uint32_t incarnation);
+  void record(TraceKind k, ProcId p, ProcId peer = {}, std::uint64_t msg = 0, std::string label = {},
+              std::string detail = {});
+  void fire(const Fault& f);
+  void check_triggers(Trigger::Kind kind, ProcId p, std::string_view label);
+  void process_ended(Process& p);
+  void kill_fiber(Process& p);
+  void arm_fsync(Process& p);
+
+  WorldOptions opts_;
+  Rng rng_;
+  Rng tie_rng_;
+  Trace trace_;
+  Network network_;
+  std::vector<Event> queue_;
+  std::uint64_t seq_ = 0;
+  Time now_{0};
+  std::uint64_t events_ = 0;
+  std::uint64_t delivered_ = 0;
+  std::uint64_t next_msg_ = 1;
+  std::size_t live_ = 0;  // non-daemon processes not yet ended
+  bool stop_requested_ = false;
+  bool mailbox_overflow_ = false;
+  Process* current_ = nullptr;
+  std::vector<std::unique_ptr<Process>> procs_;
+  std::map<std::string, ProcId, std::less<>> names_;
+  std::vector<Fault> faults_;
+  std::vector<std::uint32_t> fault_hits_;
+  bool have_triggers_[4] = {false, false, false, false};
+  std::vector<std::function<void(ProcId, std::string_view, std::string_view)>> note_observers_;
+};
+
+}  // namespace locksim
