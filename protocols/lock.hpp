@@ -1,0 +1,117 @@
+#pragma once
+/// The one interface every lock protocol implements, and the registry that maps names to protocols.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocols/history.hpp"
+#include "sim/world.hpp"
+
+namespace locksim {
+
+/// What a client got from a successful acquire.
+struct Grant {
+  std::string key;
+  std::string value;                   ///< holder identity (random value, lease id, ...)
+  std::optional<std::uint64_t> token;  ///< fencing token, if the protocol has one
+  Time valid_until{};                  ///< on the client's own monotonic clock: when it believes the lock ends
+  std::uint64_t lease_id = 0;          ///< protocol-private handle (lease id for consensus leases)
+};
+
+/// Every parameter a built-in protocol understands (option struct, not a string registry). A user protocol may
+/// read its own parameters from `extra`.
+struct ProtocolConfig {
+  std::uint32_t nodes = 0;  ///< 0: protocol default (redis 1, redlock 5, lease 3)
+  Duration ttl{10s};        ///< lock TTL / lease TTL asked for by clients
+
+  // Redis / Redlock
+  FsyncPolicy fsync = FsyncPolicy::never;  ///< AOF fsync policy (appendfsync)
+  bool aof = false;                        ///< persistence on (append-only file); off = in memory only
+  Duration fsync_period{1s};
+  bool replica = false;                    ///< single redis: an async replica that takes over on failure
+  Duration replication_delay{50ms};        ///< async replication lag
+  Duration failover_after{5s};             ///< sentinel down-after-milliseconds
+  bool incr_token = false;                 ///< single redis: token from INCR on the master (Redisson RFencedLock)
+  std::int64_t drift_factor_ppm = 10'000;  ///< Redlock drift = ttl * factor + 2 ms (0.01 = 10,000 ppm)
+  Duration clock_drift_allowance{2ms};
+  Duration node_timeout{50ms};             ///< Redlock per-node timeout
+  std::uint32_t retry_count = 10;          ///< node-redlock defaults
+  Duration retry_delay{200ms};
+  Duration retry_jitter{100ms};
+  bool elapsed_recheck = false;            ///< antirez: re-check elapsed time on the monotonic clock after acquiring
+
+  // Consensus lease
+  Duration keepalive_interval{0};          ///< 0: ttl / 3
+  Duration election_timeout_min{150ms};
+  Duration election_timeout_max{300ms};
+  Duration heartbeat{50ms};
+
+  // Variants for teaching (broken on purpose).
+  std::string variant;  ///< e.g. "gt-fence" (">" instead of ">="), "client-check"
+
+  std::map<std::string, std::string> extra;  ///< user protocol parameters
+};
+
+/// A client's view of a lock service. All calls block the calling fiber (straight-line code).
+class LockClient {
+ public:
+  virtual ~LockClient() = default;
+  /// Try to acquire `key` (including the protocol's own retries). Nothing if it gave up.
+  virtual std::optional<Grant> acquire(Context& ctx, const std::string& key, Duration ttl) = 0;
+  /// Extend the lock; true if it is still held (grant.valid_until updated).
+  virtual bool extend(Context& ctx, Grant& grant, Duration ttl) = 0;
+  /// Release the lock (best effort).
+  virtual void release(Context& ctx, const Grant& grant) = 0;
+  /// Whether the client believes it still holds the lock (default: its own validity estimate).
+  virtual bool believes_valid(Context& ctx, const Grant& grant) { return ctx.now() < grant.valid_until; }
+};
+
+/// The names of the processes a protocol's service spawned (for fault plans and reports).
+struct ServiceInfo {
+  std::vector<ProcId> servers;
+};
+
+/// A lock protocol: builds its service inside a world and makes clients for it.
+class Protocol {
+ public:
+  virtual ~Protocol() = default;
+  virtual std::string name() const = 0;
+  /// One line for `locksim list`.
+  virtual std::string summary() const = 0;
+  /// Whether writes carry the grant's token to the resource (fencing).
+  virtual bool fenced() const { return false; }
+  /// Spawn the service's processes. Servers record service-side grants in `history` (write only).
+  virtual ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) = 0;
+  /// A client for one client process (called inside that process's fiber, before its first acquire).
+  virtual std::unique_ptr<LockClient> make_client(Context& ctx, const ProtocolConfig& cfg) = 0;
+};
+
+using ProtocolFactory = std::function<std::unique_ptr<Protocol>()>;
+
+/// Name → factory. Built-ins register themselves; users call register_protocol from their own code.
+class ProtocolRegistry {
+ public:
+  static ProtocolRegistry& instance();
+  void add(std::string name, std::string summary, ProtocolFactory f);
+  std::unique_ptr<Protocol> make(const std::string& name) const;
+  bool has(const std::string& name) const { return entries_.count(name) != 0; }
+  /// Names in sorted order.
+  std::vector<std::string> names() const;
+  const std::string& summary(const std::string& name) const { return entries_.at(name).summary; }
+
+ private:
+  struct Entry {
+    std::string summary;
+    ProtocolFactory factory;
+  };
+  std::map<std::string, Entry> entries_;
+};
+
+/// Registers the built-in protocols (idempotent). Call before using the registry.
+void register_builtin_protocols();
+
+}  // namespace locksim
