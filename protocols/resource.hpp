@@ -1,0 +1,48 @@
+#pragma once
+/// The protected resource: a store process that keeps, per key, a value and the highest token it has accepted.
+/// `unfenced` accepts every write; `fenced` accepts a write iff its token >= the highest accepted so far (the check
+/// and the write are one atomic step). It answers every write accepted/rejected and records the judgement in the
+/// history (ground truth).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "protocols/history.hpp"
+#include "sim/world.hpp"
+
+namespace locksim {
+
+enum class ResourceMode : std::uint8_t { unfenced, fenced };
+
+struct ResourceOptions {
+  ResourceMode mode = ResourceMode::unfenced;
+  /// Teaching variants: "gt-fence" accepts iff token > highest (rejects an equal token: a second write by the same
+  /// holder fails); "lt-fence" has the comparison backwards (a one-line bug real systems shipped).
+  std::string variant;
+};
+
+/// Body of a write request. `write_id` indexes History::writes: ground truth the store records, never decides on.
+struct WriteRequest {
+  std::string key;
+  std::string value;
+  std::optional<std::uint64_t> token;
+  std::uint64_t write_id = 0;
+};
+struct WriteReply {
+  bool accepted = false;
+  std::string reason;
+};
+struct ReadRequest {
+  std::string key;
+};
+struct ReadReply {
+  std::optional<std::string> value;
+};
+
+inline constexpr const char* kWriteType = "write";
+inline constexpr const char* kReadType = "read";
+
+/// Spawn the store as a daemon process named `name`.
+ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opts, History& history);
+
+}  // namespace locksim
