@@ -1,4 +1,5 @@
 #include "protocols/lock.hpp"
+#include "protocols/raft/lease.hpp"
 
 namespace locksim {
 
@@ -6,6 +7,7 @@ void register_builtin_protocols() {
   static bool done = false;
   if (done) return;
   done = true;
+  register_lease_protocols(ProtocolRegistry::instance());
 }
 
 }  // namespace locksim

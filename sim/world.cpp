@@ -208,6 +208,7 @@ World::World(WorldOptions opts)
       network_(opts_.network, rng_.stream("network")) {}
 
 World::~World() {
+  shutting_down_ = true;
   for (auto& p : procs_) kill_fiber(*p);
 }
 

@@ -161,6 +161,8 @@ class World {
   void stop() { stop_requested_ = true; }
 
   Time now() const { return now_; }
+  /// True while the world is being destroyed (fibers are unwound then, but nothing crashed).
+  bool shutting_down() const { return shutting_down_; }
   std::uint64_t seed() const { return opts_.seed; }
   Trace& trace() { return trace_; }
   const Trace& trace() const { return trace_; }
@@ -249,6 +251,7 @@ class World {
   std::uint64_t next_msg_ = 1;
   std::size_t live_ = 0;  // non-daemon processes not yet ended
   bool stop_requested_ = false;
+  bool shutting_down_ = false;
   bool mailbox_overflow_ = false;
   Process* current_ = nullptr;
   std::vector<std::unique_ptr<Process>> procs_;

@@ -1,5 +1,330 @@
+// The locksim command line. Exit codes: 0 as expected / safe, 1 violation or expectation not met, 2 input error.
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "reports/report.hpp"
+#include "scenarios/catalog.hpp"
+#include "scenarios/runner.hpp"
+
+#if defined(LOCKSIM_HAVE_BENCH)
+#include "bench/bench.hpp"
+#endif
+
+namespace fs = std::filesystem;
+using namespace locksim;
+
+namespace {
+
+constexpr int kOk = 0, kFail = 1, kInput = 2;
+
+[[noreturn]] void input_error(const std::string& msg) {
+  fmt::print(stderr, "locksim: error: {}\n", msg);
+  std::exit(kInput);
+}
+
+std::vector<std::string> protocol_names() {
+  register_builtin_protocols();
+  return ProtocolRegistry::instance().names();
+}
+
+void validate_protocols(const std::vector<std::string>& ps) {
+  auto names = protocol_names();
+  for (const auto& p : ps) {
+    if (std::find(names.begin(), names.end(), p) != names.end()) continue;
+    std::string near = nearest(p, names);
+    input_error(fmt::format("unknown protocol '{}'{}; known: {}", p,
+                            near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near), fmt::join(names, ", ")));
+  }
+}
+
+/// Protocols to run for a scenario: the ones asked for, else the scenario's own list, else all registered.
+std::vector<std::string> protocols_for(const Scenario& sc, const std::vector<std::string>& asked) {
+  if (!asked.empty()) return asked;
+  if (!sc.protocols.empty()) return sc.protocols;
+  std::vector<std::string> out;
+  for (const auto& [p, v] : sc.expect) out.push_back(p);
+  return out.empty() ? protocol_names() : out;
+}
+
+bool use_color(bool no_color) {
+  return !no_color && isatty(fileno(stdout)) && std::getenv("NO_COLOR") == nullptr;
+}
+
+void emit(const std::string& text, const std::string& out_file) {
+  if (out_file.empty()) {
+    fmt::print("{}", text);
+    return;
+  }
+  std::ofstream f(out_file, std::ios::binary);
+  if (!f) input_error(fmt::format("{}: cannot open for writing", out_file));
+  f << text;
+}
+
+/// Every .toml under the given paths (files or directories, recursively), sorted; the catalog when empty.
+std::vector<std::string> scenario_inputs(const std::vector<std::string>& paths) {
+  if (paths.empty()) return catalog_names();
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    if (fs::is_directory(p)) {
+      std::vector<std::string> found;
+      for (const auto& e : fs::recursive_directory_iterator(p))
+        if (e.is_regular_file() && e.path().extension() == ".toml") found.push_back(e.path().string());
+      std::sort(found.begin(), found.end());
+      if (found.empty()) input_error(fmt::format("{}: no .toml scenario files in this directory", p));
+      out.insert(out.end(), found.begin(), found.end());
+    } else {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+struct Cell {
+  std::string scenario, protocol;
+  Verdict got;
+  std::optional<Verdict> expected;
+  bool ok() const { return !expected || *expected == got; }
+};
+
+Cell run_cell(const Scenario& sc, const std::string& p) {
+  RunOptions ro;
+  ro.keep_trace = false;
+  RunOutput r = run_scenario(sc, p, ro);
+  std::optional<Verdict> exp;
+  if (auto it = sc.expect.find(p); it != sc.expect.end()) exp = it->second;
+  return Cell{sc.name, p, r.verdict(), exp};
+}
+
+int cmd_list() {
+  fmt::print("scenarios:\n");
+  for (const auto& e : catalog()) {
+    Scenario sc = load_scenario(std::string(e.name));
+    fmt::print("  {:<34} {}\n  {:<34} source: {}\n", sc.name, sc.title, "", sc.source);
+  }
+  fmt::print("\nprotocols:\n");
+  auto& reg = ProtocolRegistry::instance();
+  for (const auto& n : protocol_names()) fmt::print("  {:<14} {}\n", n, reg.summary(n));
+  return kOk;
+}
+
+int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in, std::optional<std::uint64_t> seed,
+            const std::string& report, const std::string& out_file, bool no_color, bool trace) {
+  Scenario sc = load_scenario(scenario);
+  auto ps = protocols_for(sc, ps_in);
+  validate_protocols(ps);
+  bool any_unsafe = false;
+  std::string text;
+  std::vector<std::string> jsons;
+  for (const auto& p : ps) {
+    RunOptions ro;
+    ro.seed = seed;
+    RunOutput r = run_scenario(sc, p, ro);
+    any_unsafe |= !r.check.safe;
+    if (report == "json") {
+      jsons.push_back(json_report(r, sc));
+    } else {
+      if (!text.empty()) text += "\n" + std::string(78, '-') + "\n\n";
+      text += text_report(r, sc, TextStyle{out_file.empty() && use_color(no_color)});
+      if (trace)
+        for (const auto& ev : r.trace)
+          text += Trace::format(ev, r.name_of(ev.proc), r.name_of(ev.peer)) + "\n";
+    }
+  }
+  if (report == "json") {
+    if (jsons.size() == 1) text = jsons[0];
+    else {
+      text = "[\n";
+      for (std::size_t i = 0; i < jsons.size(); ++i) text += jsons[i] + (i + 1 < jsons.size() ? ",\n" : "\n");
+      text += "]\n";
+    }
+  }
+  emit(text, out_file);
+  return any_unsafe ? kFail : kOk;
+}
+
+int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<std::string>& ps_in,
+               const std::string& format) {
+  validate_protocols(ps_in);
+  std::vector<Scenario> scs;
+  for (const auto& s : scenario_inputs(scenarios_in)) scs.push_back(load_scenario(s));
+  std::vector<std::string> cols = ps_in;
+  if (cols.empty()) {
+    for (const auto& sc : scs)
+      for (const auto& p : protocols_for(sc, {}))
+        if (std::find(cols.begin(), cols.end(), p) == cols.end()) cols.push_back(p);
+  }
+  std::size_t w0 = 8;
+  for (const auto& sc : scs) w0 = std::max(w0, sc.name.size());
+  const bool md = format == "md";
+  std::string out;
+  auto row = [&](const std::string& first, const std::vector<std::string>& cells) {
+    if (md) {
+      out += "| " + first + " |";
+      for (const auto& c : cells) out += " " + c + " |";
+    } else {
+      out += fmt::format("{:<{}}", first, w0);
+      for (std::size_t i = 0; i < cells.size(); ++i) out += fmt::format("  {:<{}}", cells[i], std::max<std::size_t>(cols[i].size(), 10));
+    }
+    out += "\n";
+  };
+  row("scenario", cols);
+  if (md) {
+    out += "|---|";
+    for (std::size_t i = 0; i < cols.size(); ++i) out += "---|";
+    out += "\n";
+  }
+  int mismatches = 0;
+  for (const auto& sc : scs) {
+    std::vector<std::string> cells;
+    auto mine = protocols_for(sc, {});
+    for (const auto& p : cols) {
+      if (ps_in.empty() && std::find(mine.begin(), mine.end(), p) == mine.end()) {
+        cells.push_back("—");
+        continue;
+      }
+      Cell c = run_cell(sc, p);
+      if (!c.ok()) ++mismatches;
+      std::string mark = !c.expected ? "" : c.ok() ? " ✓" : " ✗";
+      cells.push_back(std::string(to_string(c.got)) + mark);
+    }
+    row(sc.name, cells);
+  }
+  out += fmt::format("\n✓ = as expected, ✗ = NOT as expected; {} mismatch(es)\n", mismatches);
+  fmt::print("{}", out);
+  return mismatches ? kFail : kOk;
+}
+
+int cmd_check(const std::vector<std::string>& paths) {
+  int passed = 0, failed = 0;
+  for (const auto& s : scenario_inputs(paths)) {
+    Scenario sc = load_scenario(s);
+    if (sc.expect.empty()) {
+      fmt::print("SKIP  {}: no expected verdicts\n", sc.name);
+      continue;
+    }
+    for (const auto& [p, v] : sc.expect) {
+      Cell c = run_cell(sc, p);
+      (c.ok() ? passed : failed)++;
+      fmt::print("{}  {} × {}: {} (expected {})\n", c.ok() ? "PASS" : "FAIL", sc.name, p, to_string(c.got),
+                 to_string(v));
+    }
+  }
+  fmt::print("{} passed, {} failed\n", passed, failed);
+  return failed ? kFail : kOk;
+}
+
+int cmd_demo(bool no_color) {
+  const std::string name = "kleppmann-gc-pause";
+  Scenario sc = load_scenario(name);
+  const bool col = use_color(no_color);
+  fmt::print("{}\n{}\n\n", sc.title, sc.teaches);
+  int mismatches = 0;
+  std::string summary;
+  for (const auto& p : protocols_for(sc, {})) {
+    RunOutput r = run_scenario(sc, p);
+    fmt::print("{}\n", std::string(78, '='));
+    fmt::print("{}", text_report(r, sc, TextStyle{col}));
+    auto exp = sc.expect.find(p);
+    const bool ok = exp == sc.expect.end() || exp->second == r.verdict();
+    if (!ok) ++mismatches;
+    summary += fmt::format("  {:<12} {:<7} {}\n", p, to_string(r.verdict()),
+                           exp == sc.expect.end() ? "" : ok ? "(as the literature says)" : "(NOT as expected)");
+  }
+  fmt::print("{}\nverdicts for {}:\n{}", std::string(78, '='), name, summary);
+  fmt::print("\nnext: `locksim run {} -p redis --report json`, `locksim matrix`, `locksim list`\n", name);
+  return mismatches ? kFail : kOk;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"locksim"};
-  CLI11_PARSE(app, argc, argv);
+  CLI::App app{"locksim: deterministic simulation and chaos testing of distributed locks"};
+  app.set_version_flag("--version", std::string("locksim ") + LOCKSIM_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  auto* list = app.add_subcommand("list", "List catalog scenarios and registered protocols");
+
+  std::string scenario, report = "text", out_file;
+  std::vector<std::string> protocols;
+  std::optional<std::uint64_t> seed;
+  bool no_color = false, trace = false;
+  auto* run = app.add_subcommand("run", "Run a scenario against one or more protocols and judge it");
+  run->add_option("SCENARIO", scenario, "catalog name (see `locksim list`) or path to a .toml file")->required();
+  run->add_option("-p,--protocol", protocols, "protocol(s) to run (default: those the scenario has expectations for)");
+  run->add_option("--seed", seed, "seed (default: the scenario's)");
+  run->add_option("--report", report, "report format")->check(CLI::IsMember({"text", "json"}));
+  run->add_option("-o,--output", out_file, "write the report to FILE");
+  run->add_flag("--no-color", no_color, "plain text even on a terminal");
+  run->add_flag("--trace", trace, "append the full event trace (text report)");
+
+  std::vector<std::string> mscen, mprot;
+  std::string mformat = "text";
+  auto* matrix = app.add_subcommand("matrix", "Verdict table: scenarios × protocols, against expectations");
+  matrix->add_option("SCENARIO", mscen, "scenarios (default: the catalog)");
+  matrix->add_option("-p,--protocol", mprot, "protocols (default: every protocol a scenario expects)");
+  matrix->add_option("--format", mformat, "table format")->check(CLI::IsMember({"text", "md"}));
+
+  std::vector<std::string> cpaths;
+  auto* check = app.add_subcommand("check", "Check every scenario's expected verdicts (what CI runs)");
+  check->add_option("PATH", cpaths, "scenario files or directories (default: the catalog)");
+
+  bool dno_color = false;
+  auto* demo = app.add_subcommand("demo", "Kleppmann's GC-pause scenario against every protocol, with verdicts");
+  demo->add_flag("--no-color", dno_color, "plain text even on a terminal");
+
+  std::vector<std::string> bench_args;
+  auto* bench = app.add_subcommand("bench", "Performance figures (not a test): kernel");
+  bench->add_option("WHAT", bench_args, "benchmark name and its options")->allow_extra_args();
+  bench->prefix_command();
+
+  // A typo in the subcommand gets the nearest valid one.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> subs;
+    for (auto* s : app.get_subcommands({})) subs.push_back(s->get_name());
+    if (std::find(subs.begin(), subs.end(), argv[1]) == subs.end()) {
+      std::string near = nearest(argv[1], subs);
+      fmt::print(stderr, "locksim: error: unknown command '{}'{}\nrun `locksim --help` for the list\n", argv[1],
+                 near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
+      return kInput;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kOk : kInput;
+  }
+  try {
+    if (list->parsed()) return cmd_list();
+    if (run->parsed()) return cmd_run(scenario, protocols, seed, report, out_file, no_color, trace);
+    if (matrix->parsed()) return cmd_matrix(mscen, mprot, mformat);
+    if (check->parsed()) return cmd_check(cpaths);
+    if (demo->parsed()) return cmd_demo(dno_color);
+    if (bench->parsed()) {
+#if defined(LOCKSIM_HAVE_BENCH)
+      std::vector<std::string> rest = bench->remaining();
+      std::vector<char*> args{argv[0]};
+      for (auto& a : bench_args) args.push_back(a.data());
+      for (auto& a : rest) args.push_back(a.data());
+      return run_bench(static_cast<int>(args.size()), args.data());
+#else
+      input_error("this build has no benchmarks (configure with -DLOCKSIM_BENCH=ON)");
+#endif
+    }
+  } catch (const InputError& e) {
+    fmt::print(stderr, "locksim: error: {}\n", e.what());
+    return kInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "locksim: internal error: {}\n", e.what());
+    return kInput;
+  }
+  return kOk;
 }

@@ -1,0 +1,125 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/report.hpp"
+
+namespace locksim {
+
+namespace {
+using nlohmann::ordered_json;
+
+ordered_json opt_token(const std::optional<std::uint64_t>& t) { return t ? ordered_json(*t) : ordered_json(nullptr); }
+ordered_json opt_time(Time t) { return t == kTimeMax ? ordered_json(nullptr) : ordered_json(t.count()); }
+
+ordered_json write_json(const RunOutput& run, const WriteRef& w) {
+  const WriteRecord& rec = run.history.writes.at(w.write);
+  ordered_json j;
+  j["write"] = rec.id;
+  j["client"] = rec.client;
+  j["epoch"] = w.epoch;
+  j["token"] = opt_token(rec.token);
+  j["time_ns"] = opt_time(rec.arrived);
+  j["sent_ns"] = rec.sent.count();
+  j["accepted"] = rec.accepted;
+  j["value"] = rec.value;
+  return j;
+}
+
+ordered_json config_json(const ProtocolConfig& c) {
+  ordered_json j;
+  j["nodes"] = c.nodes;
+  j["ttl_ns"] = c.ttl.count();
+  j["aof"] = c.aof;
+  j["fsync"] = c.fsync == FsyncPolicy::always ? "always" : c.fsync == FsyncPolicy::periodic ? "periodic" : "never";
+  j["fsync_period_ns"] = c.fsync_period.count();
+  j["replica"] = c.replica;
+  j["incr_token"] = c.incr_token;
+  j["drift_factor_ppm"] = c.drift_factor_ppm;
+  j["node_timeout_ns"] = c.node_timeout.count();
+  j["retry_count"] = c.retry_count;
+  j["retry_delay_ns"] = c.retry_delay.count();
+  j["retry_jitter_ns"] = c.retry_jitter.count();
+  j["elapsed_recheck"] = c.elapsed_recheck;
+  j["variant"] = c.variant;
+  return j;
+}
+}  // namespace
+
+std::string json_report(const RunOutput& run, const Scenario& sc) {
+  ordered_json j;
+  j["schema_version"] = 1;
+  j["scenario"] = run.scenario;
+  j["protocol"] = run.protocol;
+  j["seed"] = run.seed;
+  j["verdict"] = std::string(to_string(run.verdict()));
+  if (auto it = sc.expect.find(run.protocol); it != sc.expect.end()) {
+    j["expected"] = std::string(to_string(it->second));
+    j["as_expected"] = it->second == run.verdict();
+  } else {
+    j["expected"] = nullptr;
+  }
+  ordered_json vs = ordered_json::array();
+  for (const Violation& v : run.check.violations) {
+    ordered_json jv;
+    jv["kind"] = v.kind;
+    jv["key"] = v.key;
+    jv["writes"] = ordered_json::array({write_json(run, v.earlier), write_json(run, v.later)});
+    vs.push_back(jv);
+  }
+  j["violations"] = vs;
+  j["story"] = story(run);
+  j["trace_hash"] = fmt::format("{:016x}", run.trace_hash);
+  j["events"] = run.events;
+  j["messages"] = run.messages;
+  j["stop_reason"] = std::string(to_string(run.run.reason));
+  j["simulated_ns"] = run.run.end.count();
+  j["resource_mode"] = run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced";
+  j["config"] = config_json(run.config);
+  ordered_json grants = ordered_json::array();
+  for (const GrantRecord& g : run.history.grants) {
+    ordered_json jg;
+    jg["client"] = g.client;
+    jg["epoch"] = g.id < run.check.epoch_of_grant.size() ? run.check.epoch_of_grant[g.id] : 0;
+    jg["token"] = opt_token(g.token);
+    jg["granted_ns"] = g.granted.count();
+    jg["believed_valid_until_ns"] = opt_time(g.believed_valid_until);
+    jg["belief_end_ns"] = opt_time(g.belief_end);
+    jg["end_reason"] = g.end_reason;
+    grants.push_back(jg);
+  }
+  j["grants"] = grants;
+  ordered_json writes = ordered_json::array();
+  for (const WriteRecord& w : run.history.writes) {
+    ordered_json jw;
+    jw["client"] = w.client;
+    jw["grant"] = w.grant;
+    jw["token"] = opt_token(w.token);
+    jw["sent_ns"] = w.sent.count();
+    jw["arrived_ns"] = opt_time(w.arrived);
+    jw["accepted"] = w.accepted;
+    jw["reject_reason"] = w.reject_reason;
+    writes.push_back(jw);
+  }
+  j["writes"] = writes;
+  ordered_json ov = ordered_json::array();
+  for (const auto& o : run.check.overlaps)
+    ov.push_back({{"key", o.key}, {"clients", {o.client_a, o.client_b}}, {"from_ns", o.start.count()},
+                  {"to_ns", o.end.count()}});
+  j["overlaps"] = ov;
+  j["lost_updates"] = {{"acknowledged", run.check.lost.acknowledged}, {"lost", run.check.lost.lost},
+                       {"percent", run.check.lost.percent}};
+  j["slack_ns"] = run.check.slack ? ordered_json(run.check.slack->count()) : ordered_json(nullptr);
+  ordered_json faults = ordered_json::array();
+  for (const Fault& f : run.faults) {
+    ordered_json jf;
+    jf["kind"] = std::string(to_string(f.kind));
+    jf["target"] = run.name_of(f.target);
+    jf["duration_ns"] = f.duration.count();
+    faults.push_back(jf);
+  }
+  j["faults"] = faults;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace locksim

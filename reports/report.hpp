@@ -1,0 +1,40 @@
+#pragma once
+/// Reports render a finished run (RunOutput); they read results only.
+#include <string>
+#include <vector>
+
+#include "scenarios/runner.hpp"
+
+namespace locksim {
+
+struct TextStyle {
+  bool color = false;  ///< ANSI colours (terminal only)
+};
+
+/// The plain-English story of every violation (empty when safe).
+std::string story(const RunOutput& run);
+/// Full text report: header, timeline of the events that matter, the story, verdict and figures.
+std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle style = {});
+/// One JSON object (see docs/report-json.md).
+std::string json_report(const RunOutput& run, const Scenario& sc);
+
+/// The HTML report: one self-contained page (inline SVG, CSS and JS; nothing fetched from the network) with a
+/// space-time diagram of the run (a lane per process, messages, pauses, lease belief vs. the service's view,
+/// writes, the violation ringed), the story, a legend, zoom and node-clock tooltips. For people, not for tools.
+std::string html_report(const RunOutput& run, const Scenario& sc);
+
+/// One scenario × protocol outcome of `locksim check`, for JUnit XML.
+struct JUnitCase {
+  std::string scenario;  ///< becomes the test case's classname
+  std::string protocol;  ///< becomes the test case's name
+  std::string expected;  ///< expected verdict ("safe"/"unsafe"); empty when the scenario states none
+  std::string got;       ///< the verdict the run gave; empty when the run could not be made (an error)
+  double seconds = 0;    ///< wall time the check took (for CI dashboards only; never enters a trace)
+  std::string message;   ///< why it failed (or extra output for a passing case), e.g. the replay command
+};
+
+/// JUnit XML for CI systems: one <testsuite name="locksim check"> with one <testcase> per case; a case whose
+/// verdict differs from its expectation is a <failure>, a case that produced no verdict an <error>.
+std::string junit_report(const std::vector<JUnitCase>& cases);
+
+}  // namespace locksim

@@ -1,0 +1,99 @@
+#pragma once
+/// A scenario: everything needed to build a world, run a workload against one protocol, and judge it. Scenarios
+/// come from the built-in catalog or from TOML files (scenarios/loader.hpp); both produce this struct.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "protocols/lock.hpp"
+#include "protocols/resource.hpp"
+#include "sim/faults.hpp"
+#include "sim/network.hpp"
+#include "sim/time.hpp"
+
+namespace locksim {
+
+enum class Verdict : std::uint8_t { safe, unsafe };
+std::string_view to_string(Verdict v);
+
+/// One client process and its workload: loop acquire → critical section (writes) → release.
+struct ClientSpec {
+  std::string name;
+  Time start{0};                        ///< when the client process starts (true time)
+  std::uint32_t acquisitions = 1;       ///< successful acquisitions to perform before exiting
+  std::uint32_t writes_per_hold = 1;    ///< writes inside each critical section
+  Duration work_min{0}, work_max{0};    ///< work before each write (uniform), e.g. read–sleep–write
+  Duration think_min{0}, think_max{0};  ///< pause between releasing and the next acquire
+  Duration retry_delay{500ms};          ///< wait after the protocol gave up acquiring
+  Time give_up_at{0};                   ///< stop trying to acquire after this true time (0 = scenario max_time)
+  bool read_modify_write = false;       ///< counter workload: read the value, work, write value+1
+  bool check_before_write = true;       ///< check the lease looks valid right before each write (careful code)
+  bool extend_before_write = false;     ///< extend/keep the lease alive before each write (long-running job)
+  bool release = true;                  ///< release at the end of the critical section
+};
+
+/// A node clock setting, by process name.
+struct ClockSpec {
+  std::string node;
+  ClockOptions clock;
+};
+
+/// Per-link network override by process names ("*" = any).
+struct LinkSpec {
+  std::string from, to;
+  LinkOptions options;
+};
+
+/// A fault with process names instead of ids (resolved when the world is built).
+struct FaultSpec {
+  Fault fault;  ///< target/peer/side/trigger ids are filled from the names below
+  std::string target, peer, trigger_proc;
+  std::vector<std::string> side_a, side_b;
+  std::uint32_t line = 0;  ///< source line, for error messages
+};
+
+struct Scenario {
+  std::string name;     ///< catalog name, e.g. "kleppmann-gc-pause"
+  std::string title;    ///< one line
+  std::string source;   ///< paper / post / report it reproduces
+  std::string teaches;  ///< one paragraph: what it teaches
+  std::string file;     ///< where it came from (path or "builtin")
+
+  std::uint64_t seed = 1;
+  std::string lock_key = "lock";
+  std::string resource_key = "data";
+  std::string resource_name = "store";
+  /// "auto": fenced iff the protocol is fenced; otherwise forced.
+  std::optional<ResourceMode> resource_mode;
+  std::string resource_variant;
+
+  ProtocolConfig config;                               ///< parameters for every protocol
+  std::map<std::string, ProtocolConfig> per_protocol;  ///< complete configs for protocols that override some
+  NetworkOptions network;                              ///< defaults (links filled from `links` at build time)
+  std::vector<LinkSpec> links;
+  std::vector<ClockSpec> clocks;
+  std::vector<ClientSpec> clients;
+  std::vector<FaultSpec> faults;
+  Time max_time{60s};
+  std::uint64_t max_events = 5'000'000;
+
+  std::vector<std::string> protocols;         ///< protocols the scenario runs by default (order kept)
+  std::map<std::string, Verdict> expect;      ///< expected verdict per protocol
+
+  const ProtocolConfig& config_for(const std::string& protocol) const {
+    auto it = per_protocol.find(protocol);
+    return it == per_protocol.end() ? config : it->second;
+  }
+};
+
+/// An input error: names the file, line and field. Exit code 2.
+struct InputError : std::runtime_error {
+  InputError(std::string file, std::uint32_t line, std::string field, std::string what);
+  std::string file, field, message;
+  std::uint32_t line;
+};
+
+}  // namespace locksim
