@@ -1,5 +1,6 @@
 #include "protocols/lock.hpp"
 #include "protocols/raft/lease.hpp"
+#include "protocols/redis/redis.hpp"
 
 namespace locksim {
 
@@ -8,6 +9,7 @@ void register_builtin_protocols() {
   if (done) return;
   done = true;
   register_lease_protocols(ProtocolRegistry::instance());
+  register_redis_protocols(ProtocolRegistry::instance());
 }
 
 }  // namespace locksim

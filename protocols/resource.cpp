@@ -17,29 +17,34 @@ ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opt
         for (;;) {
           auto m = ctx.receive();
           if (!m) continue;
+          // The fence: accept iff token >= highest seen for the key; check and update are one atomic step.
+          auto fence = [&](const std::string& key, const std::optional<std::uint64_t>& token) -> WriteReply {
+            if (opts.mode != ResourceMode::fenced) return {true, {}};
+            if (!token) return {false, "no token"};
+            auto it = highest.find(key);
+            if (it != highest.end()) {
+              const std::uint64_t hi = it->second, t = *token;
+              bool ok = t >= hi;
+              if (opts.variant == "gt-fence") ok = t > hi;
+              if (opts.variant == "lt-fence") ok = t <= hi;
+              if (!ok) return {false, fmt::format("token {} < highest {}", t, hi)};
+            }
+            highest[key] = *token;
+            return {true, {}};
+          };
           if (const auto* rq = m->as<ReadRequest>()) {
             ReadReply rep;
-            if (auto it = values.find(rq->key); it != values.end()) rep.value = it->second;
-            ctx.reply(*m, Message::of("read-ok", rep, rep.value ? *rep.value : "nil"));
+            WriteReply f = fence(rq->key, rq->token);
+            rep.rejected = !f.accepted;
+            rep.reason = f.reason;
+            if (auto it = values.find(rq->key); !rep.rejected && it != values.end()) rep.value = it->second;
+            ctx.reply(*m, Message::of(rep.rejected ? "read-rejected" : "read-ok", rep,
+                                      rep.rejected ? rep.reason : rep.value ? *rep.value : "nil"));
             continue;
           }
           const auto* wq = m->as<WriteRequest>();
           if (!wq) continue;
-          WriteReply rep{true, {}};
-          if (opts.mode == ResourceMode::fenced) {
-            auto it = highest.find(wq->key);
-            const bool seen = it != highest.end();
-            if (!wq->token) {
-              rep = {false, "no token"};
-            } else if (seen) {
-              const std::uint64_t hi = it->second, t = *wq->token;
-              bool ok = t >= hi;
-              if (opts.variant == "gt-fence") ok = t > hi;
-              if (opts.variant == "lt-fence") ok = t <= hi;
-              if (!ok) rep = {false, fmt::format("token {} < highest {}", t, hi)};
-            }
-            if (rep.accepted) highest[wq->key] = *wq->token;
-          }
+          WriteReply rep = fence(wq->key, wq->token);
           if (rep.accepted) values[wq->key] = wq->value;
           if (wq->write_id < h->writes.size()) {
             auto& rec = h->writes[wq->write_id];

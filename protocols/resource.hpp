@@ -32,11 +32,18 @@ struct WriteReply {
   bool accepted = false;
   std::string reason;
 };
+/// A read. In `fenced` mode a read carries the reader's token too and is fenced like a write: rejected if the token
+/// is below the highest seen, otherwise it raises the fence to it. Without that, fencing only the writes cannot
+/// protect a read–modify–write: a stale holder's older-token write can land before the new holder's first write
+/// and be overwritten by a value computed without it (a lost update). Unfenced mode ignores the token.
 struct ReadRequest {
   std::string key;
+  std::optional<std::uint64_t> token;
 };
 struct ReadReply {
   std::optional<std::string> value;
+  bool rejected = false;
+  std::string reason;
 };
 
 inline constexpr const char* kWriteType = "write";

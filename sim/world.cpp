@@ -70,6 +70,8 @@ class Process {
   // Pause.
   bool paused = false;
   std::uint64_t pause_gen = 0;
+  Time pause_until{0};          // when the current pause ends (kTimeMax: until an explicit resume)
+  bool restart_pending = false;  // crashed with a planned restart: still counts as live
 
   // Fiber.
   ctx::fiber fiber;
@@ -272,7 +274,7 @@ void World::arm_fsync(Process& p) {
 }
 
 void World::start_fiber(Process& p) {
-  if (p.state == ProcState::crashed) return;
+  if (p.state != ProcState::created) return;  // crashed, or a stale start of an incarnation already running
   if (p.paused) {
     p.pending_start = true;
     return;
@@ -384,13 +386,16 @@ void World::kill_fiber(Process& p) {
 void World::pause(ProcId id, Duration d) {
   Process& p = *procs_[id.value];
   if (p.state == ProcState::crashed || p.state == ProcState::exited) return;
+  const Time until = d >= kForever - now_ ? kTimeMax : now_ + d;
+  if (p.paused && until <= p.pause_until) return;  // a shorter overlapping pause does not cut this one short
+  p.pause_until = until;
   const std::uint64_t gen = ++p.pause_gen;
   if (!p.paused) {
     p.paused = true;
     record(TraceKind::pause, id, {}, 0, {}, fmt::format("for={}", format_time(d)));
   }
-  if (d < kForever) {
-    push(now_ + d, [this, &p, gen] {
+  if (until != kTimeMax) {
+    push(until, [this, &p, gen] {
       if (gen == p.pause_gen) resume(p.id);
     });
   }
@@ -446,7 +451,8 @@ void World::restart(ProcId id) {
   ++p.incarnation;
   record(TraceKind::restart, id, {}, 0, {}, fmt::format("incarnation={}", p.incarnation));
   p.state = ProcState::created;
-  if (!p.opts.daemon) ++live_;
+  if (!p.opts.daemon && !p.restart_pending) ++live_;
+  p.restart_pending = false;
   arm_fsync(p);
   start_fiber(p);
 }
@@ -523,6 +529,12 @@ void World::fire(const Fault& f) {
     case Fault::Kind::crash:
       crash(f.target, f.power_loss);
       if (f.duration > 0ns) {
+        // A planned restart keeps the process live, so the run does not end as "done" before it.
+        Process& p = *procs_[f.target.value];
+        if (p.state == ProcState::crashed && !p.restart_pending) {
+          p.restart_pending = true;
+          if (!p.opts.daemon) ++live_;
+        }
         ProcId t = f.target;
         push(now_ + f.duration, [this, t] { restart(t); });
       }

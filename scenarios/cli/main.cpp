@@ -12,6 +12,7 @@
 #include "reports/report.hpp"
 #include "scenarios/catalog.hpp"
 #include "scenarios/runner.hpp"
+#include "scenarios/explore.hpp"
 
 #if defined(LOCKSIM_HAVE_BENCH)
 #include "bench/bench.hpp"
@@ -285,6 +286,37 @@ int main(int argc, char** argv) {
   bench->add_option("WHAT", bench_args, "benchmark name and its options")->allow_extra_args();
   bench->prefix_command();
 
+  // Chaos exploration (scenarios/explore.hpp holds the implementations).
+  ExploreArgs xa;
+  auto* explore = app.add_subcommand("explore", "Random fault plans over many seeds; shrink the first failure");
+  explore->add_option("SCENARIO", xa.scenario, "catalog name or path to a .toml file")->required();
+  explore->add_option("-p,--protocol", xa.protocol, "protocol to explore")->required();
+  explore->add_option("--seeds", xa.seeds, "number of seeds (runs)")->check(CLI::PositiveNumber);
+  explore->add_option("--first-seed", xa.first_seed, "first seed");
+  explore->add_option("-j,--jobs", xa.jobs, "threads (default: one per core); results do not depend on it");
+  explore->add_option("--shard", xa.shard, "K/N: run only shard K (0-based) of N");
+  explore->add_option("--shards", xa.shards, "N shards, the index K from JOB_COMPLETION_INDEX (Kubernetes)");
+  explore->add_option("-o,--out", xa.out, "JSONL file, one line per run in seed order ({shard} = shard index)");
+  explore->add_flag("--resume", xa.resume, "skip the seeds already in --out and append the rest");
+  explore->add_option("--mode", xa.mode, "within: the protocol's timing assumptions; anything: anything goes")
+      ->check(CLI::IsMember({"within", "anything"}));
+  explore->add_option("--max-faults", xa.max_faults, "most timed faults in one plan");
+  explore->add_flag("--keep-faults", xa.keep_scripted, "keep the scenario's own faults and add the nemesis's");
+  explore->add_flag("!--no-shrink", xa.shrink, "do not shrink the first failure into a replay file");
+  explore->add_option("--shrink-runs", xa.shrink_runs, "run budget for shrinking");
+  explore->add_option("--replay-out", xa.replay_out, "where to write the replay file of the first failure");
+  explore->add_flag("--no-progress", xa.no_progress, "no progress bar even on a terminal");
+
+  std::string replay_file;
+  bool rno_color = false;
+  auto* replay_cmd = app.add_subcommand("replay", "Re-run a replay file; fail loudly if its trace hash differs");
+  replay_cmd->add_option("FILE", replay_file, "replay file written by `locksim explore`")->required();
+  replay_cmd->add_flag("--no-color", rno_color, "plain text even on a terminal");
+
+  std::vector<std::string> merge_files;
+  auto* merge = app.add_subcommand("merge", "Combined summary of `explore --out` JSONL files (shards)");
+  merge->add_option("FILES", merge_files, "JSONL files")->required();
+
   // A typo in the subcommand gets the nearest valid one.
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> subs;
@@ -308,6 +340,13 @@ int main(int argc, char** argv) {
     if (matrix->parsed()) return cmd_matrix(mscen, mprot, mformat);
     if (check->parsed()) return cmd_check(cpaths);
     if (demo->parsed()) return cmd_demo(dno_color);
+    if (explore->parsed()) return cmd_explore(xa);
+    if (replay_cmd->parsed()) {
+      return cmd_replay(replay_file, [&](const RunOutput& r, const Scenario& sc) {
+        return text_report(r, sc, TextStyle{use_color(rno_color)});
+      });
+    }
+    if (merge->parsed()) return cmd_merge(merge_files);
     if (bench->parsed()) {
 #if defined(LOCKSIM_HAVE_BENCH)
       std::vector<std::string> rest = bench->remaining();

@@ -1,6 +1,17 @@
+// World basics: processes, send/receive/call, filters, names, trace content.
 #include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 #include "sim/world.hpp"
+#include "test_util.hpp"
+
 using namespace locksim;
+using locksim::test::count_of;
+using locksim::test::events_of;
+
 TEST(World, PingPong) {
   World w;
   ProcId b;
@@ -8,13 +19,191 @@ TEST(World, PingPong) {
     auto r = c.call(b, Message{.type = "ping"}, 1s);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->type, "pong");
+    EXPECT_EQ(r->from, b);
     EXPECT_EQ(c.now(), 2ms);
   });
-  b = w.spawn("b", [&](Context& c) {
-    auto m = c.receive();
-    c.reply(*m, Message{.type = "pong"});
-  }, {.daemon = true});
-  (void)a;
+  b = w.spawn("b",
+              [&](Context& c) {
+                auto m = c.receive();
+                c.reply(*m, Message{.type = "pong"});
+              },
+              {.daemon = true});
   auto r = w.run();
   EXPECT_EQ(r.reason, StopReason::done);
+  EXPECT_EQ(w.state(a), ProcState::exited);
+  EXPECT_EQ(w.messages_delivered(), 2u);
+}
+
+TEST(World, CallTimesOutAndALateReplyStaysInTheMailbox) {
+  WorldOptions o;
+  o.network.defaults.delay = DelayDist::constant_of(10ms);
+  World w(o);
+  ProcId srv = w.spawn("srv",
+                       [](Context& c) {
+                         for (;;) {
+                           auto m = c.receive();
+                           c.reply(*m, Message{.type = "late"});
+                         }
+                       },
+                       {.daemon = true});
+  w.spawn("cli", [&](Context& c) {
+    auto r = c.call(srv, Message{.type = "req"}, 5ms);
+    EXPECT_FALSE(r);
+    EXPECT_EQ(c.now(), 5ms);
+    auto late = c.receive(100ms);  // the reply arrives at 20 ms
+    ASSERT_TRUE(late);
+    EXPECT_EQ(late->type, "late");
+    EXPECT_EQ(c.now(), 20ms);
+  });
+  EXPECT_EQ(w.run().reason, StopReason::done);
+  EXPECT_EQ(count_of(w, TraceKind::timeout), 1u);
+}
+
+TEST(World, ReceiveFilterSkipsButKeepsOtherMessagesInArrivalOrder) {
+  World w;
+  std::vector<std::string> order;
+  ProcId p = w.spawn("p", [&](Context& c) {
+    c.sleep(10ms);  // let everything arrive first
+    auto want = c.receive(0ns, [](const Message& m) { return m.type == "b"; });
+    order.push_back(want->detail);
+    while (auto m = c.receive(0ns)) order.push_back(m->detail);
+  });
+  w.spawn("q", [&](Context& c) {
+    c.send(p, Message{.type = "a", .detail = "a1"});
+    c.send(p, Message{.type = "b", .detail = "b1"});
+    c.send(p, Message{.type = "a", .detail = "a2"});
+    c.send(p, Message{.type = "b", .detail = "b2"});
+  });
+  w.run();
+  EXPECT_EQ(order, (std::vector<std::string>{"b1", "a1", "a2", "b2"}));
+}
+
+TEST(World, ReceiveWakesOnlyForAWantedMessage) {
+  World w;
+  Time got{-1};
+  ProcId p = w.spawn("p", [&](Context& c) {
+    auto m = c.receive(1s, [](const Message& m) { return m.type == "want"; });
+    ASSERT_TRUE(m);
+    got = c.now();
+  });
+  w.spawn("q", [&](Context& c) {
+    c.send(p, Message{.type = "noise"});
+    c.sleep(5ms);
+    c.send(p, Message{.type = "want"});
+  });
+  w.run();
+  EXPECT_EQ(got, 6ms);
+}
+
+TEST(World, ZeroTimeoutReceivePollsAndNegativeSleepIsZero) {
+  World w;
+  w.spawn("p", [&](Context& c) {
+    EXPECT_FALSE(c.receive(0ns));
+    c.sleep(-5ms);
+    EXPECT_EQ(c.now(), 0ns);
+  });
+  EXPECT_EQ(w.run().reason, StopReason::done);
+}
+
+TEST(World, NamesLookupAndDuplicates) {
+  World w;
+  ProcId a = w.spawn("alpha", [&](Context& c) { EXPECT_EQ(c.lookup("beta"), ProcId{1}); });
+  ProcId b = w.spawn("beta", [](Context&) {});
+  EXPECT_EQ(a, ProcId{0});
+  EXPECT_EQ(b, ProcId{1});
+  EXPECT_EQ(w.find("beta"), b);
+  EXPECT_FALSE(w.find("gamma").valid());
+  EXPECT_EQ(w.name(a), "alpha");
+  EXPECT_EQ(w.name(ProcId{}), "-");
+  EXPECT_THROW(w.spawn("alpha", [](Context&) {}), std::invalid_argument);
+  EXPECT_EQ(w.process_count(), 2u);
+  w.run();
+}
+
+TEST(World, MaxProcessesIsEnforced) {
+  WorldOptions o;
+  o.limits.max_processes = 3;
+  World w(o);
+  for (int i = 0; i < 3; ++i) w.spawn("p" + std::to_string(i), [](Context&) {});
+  EXPECT_THROW(w.spawn("p3", [](Context&) {}), std::length_error);
+}
+
+TEST(World, SpawnFromInsideAProcess) {
+  World w;
+  std::vector<std::string> log;
+  w.spawn("parent", [&](Context& c) {
+    c.sleep(1ms);
+    w.spawn("child", [&](Context& cc) { log.push_back(cc.name() + "@" + format_time(cc.now())); });
+    log.push_back("parent");
+    c.sleep(1ms);
+  });
+  EXPECT_EQ(w.run().reason, StopReason::done);
+  EXPECT_EQ(log, (std::vector<std::string>{"parent", "child@0.001s"}));
+}
+
+TEST(World, TraceRecordsSendDeliverReceiveWithClocks) {
+  World w;
+  ProcId b;
+  ProcId a = w.spawn("a", [&](Context& c) { c.send(b, Message{.type = "hello", .detail = "x=1"}); },
+                     {.clock = {.offset = 50s}});
+  b = w.spawn("b", [&](Context& c) { c.receive(); }, {.clock = {.drift_ppm = 1000}});
+  w.run();
+  auto sends = events_of(w, TraceKind::send);
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(sends[0].proc, a);
+  EXPECT_EQ(sends[0].peer, b);
+  EXPECT_EQ(sends[0].label, "hello");
+  EXPECT_EQ(sends[0].detail, "x=1");
+  EXPECT_EQ(sends[0].wall_time, 50s);
+  auto rec = events_of(w, TraceKind::receive, b);
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec[0].msg, sends[0].msg);
+  EXPECT_EQ(rec[0].time, 1ms);
+  EXPECT_EQ(rec[0].node_time, 1001us);  // b's clock runs 1000 ppm fast
+  const std::string line = Trace::format(rec[0], w.name(b), w.name(a));
+  EXPECT_NE(line.find("receive"), std::string::npos);
+  EXPECT_NE(line.find("peer=a"), std::string::npos);
+  EXPECT_NE(line.find("mono=0.001001s"), std::string::npos);
+}
+
+TEST(World, NoteObserversSeeNotesSynchronously) {
+  World w;
+  std::vector<std::string> seen;
+  w.on_note([&](ProcId p, std::string_view label, std::string_view detail) {
+    seen.push_back(w.name(p) + ":" + std::string(label) + ":" + std::string(detail) + "@" +
+                   format_time(w.now()));
+  });
+  w.spawn("p", [&](Context& c) {
+    c.note("acquired", "token=3");
+    seen.push_back("after");
+  });
+  w.run();
+  EXPECT_EQ(seen, (std::vector<std::string>{"p:acquired:token=3@0s", "after"}));
+}
+
+TEST(World, ProcessRandomStreamsDependOnNameAndSeed) {
+  auto draw = [](std::uint64_t seed, const std::string& name) {
+    WorldOptions o;
+    o.seed = seed;
+    World w(o);
+    std::uint64_t v = 0;
+    w.spawn(name, [&](Context& c) { v = c.rng().next(); });
+    w.run();
+    return v;
+  };
+  EXPECT_EQ(draw(1, "a"), draw(1, "a"));
+  EXPECT_NE(draw(1, "a"), draw(2, "a"));
+  EXPECT_NE(draw(1, "a"), draw(1, "b"));
+}
+
+TEST(Time, Formatting) {
+  EXPECT_EQ(format_time(0ns), "0s");
+  EXPECT_EQ(format_time(1500ms), "1.5s");
+  EXPECT_EQ(format_time(-2s - 1ns), "-2.000000001s");
+  EXPECT_EQ(format_seconds(15020ms), "15.020");
+  EXPECT_EQ(format_seconds(1999999999ns, 3), "2.000");
+  EXPECT_EQ(format_seconds(-1500ms, 0), "-2");
+  EXPECT_EQ(to_string(StopReason::mailbox_limit), "mailbox limit");
+  EXPECT_EQ(to_string(Fault::Kind::delay_spike), "delay_spike");
+  EXPECT_EQ(to_string(TraceKind::duplicate), "duplicate");
 }

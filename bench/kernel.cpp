@@ -1,0 +1,268 @@
+// Kernel benchmark: events per second of the world against bare probes of its two ingredients (a binary heap
+// of events, a Boost.Context fiber switch), and the memory of a world of 10,000 sleeping processes.
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <boost/context/fiber.hpp>
+#include <boost/context/fixedsize_stack.hpp>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/bench.hpp"
+#include "sim/world.hpp"
+
+namespace locksim {
+namespace {
+
+namespace bctx = boost::context;
+using Clock = std::chrono::steady_clock;  // bench/ only: wall time of a measurement
+
+struct Sizes {
+  std::uint64_t timer_events = 3'000'000;
+  std::uint64_t fiber_events = 2'000'000;
+  std::uint64_t probe_events = 20'000'000;
+  int processes = 1000;
+  int rss_processes = 10'000;
+  int repeats = 3;  // best of
+};
+
+/// Wall time (steady_clock) by default; this process's CPU time with --cpu-time, for a machine shared with
+/// other work, where wall time measures the other work too.
+bool g_cpu_time = false;
+
+struct Stamp {
+  Clock::time_point wall;
+  double cpu;
+};
+
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+Stamp stamp() {
+  return {Clock::now(), cpu_seconds()};
+}
+
+double seconds_since(const Stamp& start) {
+  if (g_cpu_time) return cpu_seconds() - start.cpu;
+  return std::chrono::duration<double>(Clock::now() - start.wall).count();
+}
+
+/// Runs `w` in slices of simulated time until it has processed `events` more events; returns events per
+/// second.
+double run_events(World& w, std::uint64_t events) {
+  const std::uint64_t first = w.events_processed();
+  const auto start = stamp();
+  while (w.events_processed() - first < events) w.run_until(w.now() + 10ms);
+  const double s = seconds_since(start);
+  return static_cast<double>(w.events_processed() - first) / s;
+}
+
+WorldOptions fast_world() {
+  WorldOptions o;
+  o.seed = 1;
+  o.keep_trace = false;
+  o.limits.max_events = ~std::uint64_t{0};
+  return o;
+}
+
+/// `processes` daemons sleeping in a loop for slightly different times.
+double timer_bench(const Sizes& z) {
+  World w(fast_world());
+  for (int i = 0; i < z.processes; ++i) {
+    w.spawn(fmt::format("sleeper{}", i),
+            [](Context& c) {
+              const Duration period = 1ms + Duration{c.rng().below(1000)};
+              for (;;) c.sleep(period);
+            },
+            {.daemon = true});
+  }
+  w.run_until(0ns);  // every process started and asleep
+  return run_events(w, z.timer_events);
+}
+
+/// `processes` daemons, each repeatedly sending to a random peer and receiving (one message per process in
+/// flight on average, so nobody starves).
+double fiber_bench(const Sizes& z) {
+  WorldOptions o = fast_world();
+  o.network.defaults.delay = DelayDist::uniform_of(500us, 1500us);
+  World w(o);
+  const auto n = static_cast<std::uint64_t>(z.processes);
+  for (int i = 0; i < z.processes; ++i) {
+    w.spawn(fmt::format("peer{}", i),
+            [n](Context& c) {
+              for (;;) {
+                c.send(ProcId{static_cast<std::uint32_t>(c.rng().below(n))}, Message{.type = "m"});
+                c.receive();
+              }
+            },
+            {.daemon = true});
+  }
+  w.run_until(0ns);
+  return run_events(w, z.fiber_events);
+}
+
+/// The same shape as the world's event (time, tie, sequence, callback) in a bare std binary heap of
+/// `processes` pending events: pop the earliest, run it, push its successor.
+double probe_timer_bench(const Sizes& z) {
+  struct Event {
+    Time at;
+    std::uint64_t tie;
+    std::uint64_t seq;
+    std::function<void()> fn;
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      if (a.at != b.at) return a.at > b.at;
+      if (a.tie != b.tie) return a.tie > b.tie;
+      return a.seq > b.seq;
+    }
+  };
+  std::vector<Event> heap;
+  std::uint64_t seq = 0, ran = 0;
+  Rng rng(1);
+  for (int i = 0; i < z.processes; ++i) {
+    heap.push_back(Event{Duration{rng.below(1'000'000)}, 0, seq++, [&ran] { ++ran; }});
+    std::push_heap(heap.begin(), heap.end(), Later{});
+  }
+  const auto start = stamp();
+  for (std::uint64_t i = 0; i < z.probe_events; ++i) {
+    std::pop_heap(heap.begin(), heap.end(), Later{});
+    Event ev = std::move(heap.back());
+    heap.pop_back();
+    ev.fn();
+    heap.push_back(Event{ev.at + 1ms + Duration{i & 1023}, 0, seq++, [&ran] { ++ran; }});
+    std::push_heap(heap.begin(), heap.end(), Later{});
+  }
+  const double s = seconds_since(start);
+  if (ran != z.probe_events)
+    std::fprintf(stderr, "probe_timer: ran %llu\n", static_cast<unsigned long long>(ran));
+  return static_cast<double>(z.probe_events) / s;
+}
+
+/// One Boost.Context fiber resume (and the switch back) per event, round-robin over `processes` fibers with
+/// the world's default stack size.
+double probe_fiber_bench(const Sizes& z) {
+  bool stop = false;
+  std::uint64_t ran = 0;
+  std::vector<bctx::fiber> fibers;
+  for (int i = 0; i < z.processes; ++i) {
+    fibers.emplace_back(std::allocator_arg, bctx::fixedsize_stack(WorldOptions{}.stack_size),
+                        [&stop, &ran](bctx::fiber&& sink) {
+                          while (!stop) {
+                            ++ran;
+                            sink = std::move(sink).resume();
+                          }
+                          return std::move(sink);
+                        });
+  }
+  const std::size_t n = fibers.size();
+  for (auto& f : fibers) f = std::move(f).resume();  // first entry: stacks touched, as in a started world
+  ran = 0;
+  const auto start = stamp();
+  for (std::uint64_t i = 0; i < z.probe_events; ++i) {
+    auto& f = fibers[i % n];
+    f = std::move(f).resume();
+  }
+  const double s = seconds_since(start);
+  stop = true;
+  for (auto& f : fibers) f = std::move(f).resume();  // let every fiber return
+  if (ran != z.probe_events)
+    std::fprintf(stderr, "probe_fiber: ran %llu\n", static_cast<unsigned long long>(ran));
+  return static_cast<double>(z.probe_events) / s;
+}
+
+/// Peak resident set of this process in MiB (VmHWM, falling back to getrusage).
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // "VmHWM:  1234 kB"
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+/// Peak RSS with a world of `rss_processes` sleeping processes alive. Run first, so the high-water mark is
+/// this world's, not an earlier benchmark's.
+double rss_bench(const Sizes& z) {
+  World w(fast_world());
+  for (int i = 0; i < z.rss_processes; ++i) {
+    w.spawn(fmt::format("sleeper{}", i), [](Context& c) { c.sleep(1h); });
+  }
+  w.run_until(1ms);
+  return peak_rss_mib();
+}
+
+template <class F>
+double best_of(int repeats, F&& f) {
+  double best = 0;
+  for (int i = 0; i < repeats; ++i) best = std::max(best, f());
+  return best;
+}
+
+}  // namespace
+
+int run_kernel_bench(int argc, char** argv) {
+  Sizes z;
+  std::string_view only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--quick") {
+      z.timer_events /= 20;
+      z.fiber_events /= 20;
+      z.probe_events /= 20;
+      z.repeats = 1;
+    } else if (a == "--cpu-time") {
+      g_cpu_time = true;
+    } else if (a == "--only" && i + 1 < argc) {
+      only = argv[++i];
+      if (only != "timer" && only != "fiber" && only != "probe_timer" && only != "probe_fiber" &&
+          only != "rss") {
+        fmt::print(stderr, "kernel bench: --only takes timer, fiber, probe_timer, probe_fiber or rss\n");
+        return 2;
+      }
+    } else if (a == "--help" || a == "-h") {
+      fmt::print(
+          "usage: {} [--quick] [--cpu-time] [--only timer|fiber|probe_timer|probe_fiber|rss]\n"
+          "  prints kernel performance figures, one `name: value` per line\n"
+          "  --quick     short smoke run (1/20 of the events, no repeats)\n"
+          "  --cpu-time  rates per second of process CPU time instead of wall time (for a busy machine)\n"
+          "  --only X    run one measurement (for profiling)\n",
+          argc > 0 ? argv[0] : "kernel");
+      return 0;
+    } else {
+      fmt::print(stderr, "kernel bench: unknown argument '{}' (try --help)\n", a);
+      return 2;
+    }
+  }
+  auto want = [&](std::string_view name) { return only.empty() || only == name; };
+  const double rss = want("rss") ? rss_bench(z) : 0;
+  const double timer = want("timer") ? best_of(z.repeats, [&] { return timer_bench(z); }) : 0;
+  const double fiber = want("fiber") ? best_of(z.repeats, [&] { return fiber_bench(z); }) : 0;
+  const double probe_timer =
+      want("probe_timer") ? best_of(z.repeats, [&] { return probe_timer_bench(z); }) : 0;
+  const double probe_fiber =
+      want("probe_fiber") ? best_of(z.repeats, [&] { return probe_fiber_bench(z); }) : 0;
+  if (want("timer")) fmt::print("timer_events_per_s: {:.0f}\n", timer);
+  if (want("fiber")) fmt::print("fiber_events_per_s: {:.0f}\n", fiber);
+  if (want("probe_timer")) fmt::print("probe_timer_events_per_s: {:.0f}\n", probe_timer);
+  if (want("probe_fiber")) fmt::print("probe_fiber_events_per_s: {:.0f}\n", probe_fiber);
+  if (only.empty()) fmt::print("kernel_vs_probe: {:.3f}\n", fiber / probe_fiber);
+  if (want("rss")) fmt::print("peak_rss_mib_10k_sleeping: {:.1f}\n", rss);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace locksim

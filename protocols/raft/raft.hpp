@@ -1,0 +1,168 @@
+#pragma once
+/// Raft (Ongaro & Ousterhout 2014) running inside a world, with an etcd-like lock service as its replicated
+/// state machine. Each member is one daemon process (`raft1`..`raftN`) written as a single event loop: it
+/// waits on its mailbox with a timeout equal to its next timer (election, heartbeat, check-quorum, lease
+/// expiry), all measured on its own MONOTONIC clock. currentTerm, votedFor and the log live in the process's
+/// Storage (fsynced per entry by default, like etcd's WAL), so a restarted member reloads them; commit index,
+/// applied state and lease deadlines are volatile and rebuilt, as in etcd.
+///
+/// Lock service (etcd v3 leases + concurrency.Mutex, reduced to what a lock needs):
+///  - grant(ttl) creates a lease whose id is the log index of the grant entry;
+///  - keepalive(lease) goes through the log, so only a leader that can still commit answers it (etcd checks
+///    leadership before renewing for the same reason); the leader then pushes the lease's deadline to now +
+///    ttl;
+///  - the LEADER decides expiry on its monotonic clock and commits a revoke entry, which deletes the lease's
+///  keys;
+///    a new leader first refreshes every lease's deadline to now + ttl (etcd's lessor Promote);
+///  - lock(name, lease) creates key name/lease with create revision = the log index of the lock entry (or
+///  returns
+///    the existing one: retries are idempotent); the holder is the key with the lowest revision, and the
+///    leader answers a waiter only once its key is the holder;
+///  - unlock(name, lease) deletes the key.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/world.hpp"
+
+namespace locksim::raft {
+
+/// A state-machine command.
+enum class Op : std::uint8_t { noop, grant, keepalive, revoke, lock, unlock };
+std::string_view to_string(Op op);
+
+struct Command {
+  Op op = Op::noop;
+  std::uint64_t lease = 0;
+  Duration ttl{0};   ///< grant only
+  std::string name;  ///< lock / unlock: the lock name
+  bool expired =
+      false;  ///< revoke only: decided by the leader because the lease ran out (not asked by a client)
+  friend bool operator==(const Command&, const Command&) = default;
+};
+
+/// One log entry.
+struct Entry {
+  std::uint64_t term = 0;
+  Command cmd;
+  friend bool operator==(const Entry&, const Entry&) = default;
+};
+
+/// Text form used in Storage (one key per entry).
+std::string encode(const Entry& e);
+std::optional<Entry> decode(std::string_view s);
+
+/// The lock service: deterministic, the same on every member for the same log prefix.
+class LockService {
+ public:
+  struct Lease {
+    Duration ttl{0};
+    std::set<std::string> locks;  ///< lock names with a key under this lease
+  };
+  /// A key became the holder of its lock.
+  struct HolderChange {
+    std::string lock;
+    std::uint64_t lease = 0;
+    std::uint64_t rev = 0;
+  };
+  struct Result {
+    bool ok = false;
+    std::uint64_t value = 0;  ///< grant: lease id; lock: create revision; otherwise the lease
+    std::string error;        ///< "lease-not-found", "no-key"
+  };
+
+  /// Apply the command of log entry `index`; holder changes it caused are appended to `changes`.
+  Result apply(std::uint64_t index, const Command& c, std::vector<HolderChange>& changes);
+  /// The holder of `lock`: (lease, create revision).
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> holder(const std::string& lock) const;
+  /// The create revision of key lock/lease, if it exists.
+  std::optional<std::uint64_t> key_rev(const std::string& lock, std::uint64_t lease) const;
+  const std::map<std::uint64_t, Lease>& leases() const { return leases_; }
+
+ private:
+  void delete_key(const std::string& lock, std::uint64_t lease, std::vector<HolderChange>& changes);
+  std::map<std::uint64_t, Lease> leases_;
+  std::map<std::string, std::map<std::uint64_t, std::uint64_t>> keys_;  // lock → rev → lease
+};
+
+/// Client request / reply bodies (message types "raft.client" / "raft.client.reply").
+struct ClientRequest {
+  std::uint64_t req = 0;
+  Command cmd;
+};
+struct ClientReply {
+  std::uint64_t req = 0;
+  bool ok = false;
+  std::uint64_t value = 0;
+  std::string error;  ///< "not-leader" (with `leader` as a hint), "lease-not-found", "deleted", "no-key"
+  std::optional<ProcId> leader;
+};
+inline constexpr const char* kClientRequestType = "raft.client";
+inline constexpr const char* kClientReplyType = "raft.client.reply";
+
+/// Instrumentation: what tests and the history recorder see. Called synchronously inside members' fibers; the
+/// protocol never reads anything back. Any callback may be empty.
+struct Observer {
+  /// `node` became leader of `term`.
+  std::function<void(const std::string& node, std::uint64_t term)> on_leader;
+  /// `node` applied committed entry `index` (every member, every incarnation, from index 1 up).
+  std::function<void(const std::string& node, std::uint64_t index, const Entry& e)> on_apply;
+  /// Applied on the leader: key lock/lease with revision `rev` became the holder.
+  std::function<void(const std::string& node, const std::string& lock, std::uint64_t lease,
+                     std::uint64_t rev)>
+      on_holder;
+  /// The leader answered a grant/keepalive ok. The promise it makes holds until `since_append` before now +
+  /// ttl (measured from when it appended the entry, which precedes any later leader's election).
+  std::function<void(const std::string& node, std::uint64_t lease, Duration ttl, Duration since_append)>
+      on_promise;
+};
+
+struct RaftOptions {
+  std::uint32_t nodes = 3;  ///< group size (3 or 5 recommended)
+  std::string prefix = "raft";
+  Duration election_timeout_min{150ms};
+  Duration election_timeout_max{300ms};
+  Duration heartbeat{50ms};
+  FsyncPolicy fsync = FsyncPolicy::always;  ///< etcd fsyncs its WAL before acknowledging
+  Duration fsync_period{1s};
+  std::size_t max_batch = 64;  ///< entries per AppendEntries
+  bool check_quorum =
+      true;  ///< a leader that has not heard from a majority for an election timeout steps down
+};
+
+/// Spawn the group as daemon processes `<prefix>1`..`<prefix>N`; returns their ids in order.
+std::vector<ProcId> spawn_raft_group(World& world, const RaftOptions& opts,
+                                     std::shared_ptr<const Observer> observer = nullptr);
+
+/// Client side of the service, for code running in a client's fiber: finds the leader (following redirects),
+/// retries on timeouts, and matches replies by request id (stale replies are consumed and dropped).
+class RaftClient {
+ public:
+  RaftClient(std::vector<ProcId> servers, Duration rpc_timeout, Duration retry_pause = 10ms);
+  /// Run `cmd` on the leader; nothing if no definite answer came before `deadline` (this node's clock).
+  /// A "not-leader" answer is never returned: it is followed.
+  std::optional<ClientReply> submit(Context& ctx, const Command& cmd, Time deadline);
+  /// Send `cmd` to the member believed to be leader; returns the request id.
+  std::uint64_t send(Context& ctx, const Command& cmd);
+  /// The next reply to any request in `reqs`, waiting until `until` (this node's clock).
+  std::optional<ClientReply> wait(Context& ctx, const std::set<std::uint64_t>& reqs, Time until);
+  /// Follow a not-leader answer (or a timeout when `reply` is null): pick the hinted or next member.
+  void redirect(const ClientReply* reply);
+  ProcId target() const { return servers_[target_]; }
+  Duration rpc_timeout() const { return rpc_timeout_; }
+
+ private:
+  std::vector<ProcId> servers_;
+  std::size_t target_ = 0;
+  std::uint64_t next_req_ = 1;
+  Duration rpc_timeout_;
+  Duration retry_pause_;
+};
+
+}  // namespace locksim::raft

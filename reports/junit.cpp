@@ -1,0 +1,131 @@
+// JUnit XML for `locksim check`, the dialect Jenkins, GitLab and GitHub test reporters read: one <testsuite>
+// with tests/failures/errors/time counts, one <testcase classname="scenario" name="protocol"> per run.
+#include <fmt/format.h>
+
+#include "reports/report.hpp"
+
+namespace locksim {
+
+namespace {
+
+/// XML 1.0 text/attribute escaping. Characters XML 1.0 cannot carry at all (other C0 controls, e.g. the ANSI
+/// colour escape) are dropped, together with the rest of an ANSI "ESC [ ... letter" sequence.
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const auto u = static_cast<unsigned char>(c);
+    if (u == 0x1b) {
+      if (i + 1 < s.size() && s[i + 1] == '[') {
+        i += 2;
+        while (i < s.size() && !(s[i] >= '@' && s[i] <= '~')) ++i;
+      }
+      continue;
+    }
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      case '\n':
+        out += "&#10;";
+        break;
+      case '\t':
+        out += "&#9;";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
+      default:
+        if (u < 0x20) break;
+        out += c;
+    }
+  }
+  return out;
+}
+
+/// Element text keeps its line breaks as they are (readable in a CI log); attributes encode them.
+std::string xml_text(std::string_view s) {
+  std::string e = xml_escape(s);
+  std::string out;
+  out.reserve(e.size());
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    if (e.compare(i, 5, "&#10;") == 0) {
+      out += '\n';
+      i += 4;
+    } else {
+      out += e[i];
+    }
+  }
+  return out;
+}
+
+enum class Outcome { pass, failure, error };
+
+Outcome outcome(const JUnitCase& c) {
+  if (c.got.empty()) return Outcome::error;
+  if (!c.expected.empty() && c.expected != c.got) return Outcome::failure;
+  return Outcome::pass;
+}
+
+std::string seconds(double s) {
+  return fmt::format("{:.3f}", s < 0 ? 0.0 : s);
+}
+
+}  // namespace
+
+std::string junit_report(const std::vector<JUnitCase>& cases) {
+  std::size_t failures = 0, errors = 0;
+  double total = 0;
+  for (const auto& c : cases) {
+    const Outcome o = outcome(c);
+    failures += o == Outcome::failure;
+    errors += o == Outcome::error;
+    total += c.seconds;
+  }
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format(
+      "<testsuite name=\"locksim check\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" "
+      "time=\"{}\">\n",
+      cases.size(), failures, errors, seconds(total));
+  for (const auto& c : cases) {
+    out += fmt::format("  <testcase classname=\"{}\" name=\"{}\" time=\"{}\"", xml_escape(c.scenario),
+                       xml_escape(c.protocol), seconds(c.seconds));
+    switch (outcome(c)) {
+      case Outcome::pass:
+        if (c.message.empty()) {
+          out += "/>\n";
+        } else {
+          out += ">\n    <system-out>" + xml_text(c.message) + "</system-out>\n  </testcase>\n";
+        }
+        break;
+      case Outcome::failure: {
+        const std::string head = fmt::format("expected {}, got {}", c.expected, c.got);
+        out += fmt::format(">\n    <failure message=\"{}\" type=\"verdict\">{}</failure>\n  </testcase>\n",
+                           xml_escape(c.message.empty() ? head : head + ": " + c.message),
+                           xml_text(c.message.empty() ? head : head + "\n" + c.message));
+        break;
+      }
+      case Outcome::error:
+        out += fmt::format(">\n    <error message=\"{}\" type=\"run\">{}</error>\n  </testcase>\n",
+                           xml_escape(c.message.empty() ? "no verdict" : c.message), xml_text(c.message));
+        break;
+    }
+  }
+  out += "</testsuite>\n";
+  return out;
+}
+
+}  // namespace locksim

@@ -1,0 +1,128 @@
+#pragma once
+/// Chaos exploration: many seeds, one world per seed, each with its own nemesis plan (scenarios/nemesis.hpp);
+/// a JSONL line per run written in seed order as runs finish; a summary with a confidence interval; shrinking
+/// of the first failure into a replay file. Also the implementations of `locksim explore`, `locksim replay`
+/// and `locksim merge` (the CLI in scenarios/cli/main.cpp only parses arguments).
+///
+/// Threads: worlds run on `jobs` threads, one world per thread at a time; nothing is shared but read-only
+/// inputs and the ordered output queue (one mutex). Results do not depend on `jobs`: a seed's run depends on
+/// the seed only and lines are written in seed order.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "scenarios/nemesis.hpp"
+#include "scenarios/runner.hpp"
+
+namespace locksim {
+
+/// One run of a sweep: what a JSONL line holds. No wall-clock value ever goes in (lines are reproducible).
+struct RunRecord {
+  std::string scenario, protocol, mode;
+  std::uint64_t seed = 0;
+  bool safe = true;
+  std::string
+      error;  ///< non-empty: the run threw (a bug in a protocol or the simulator); counts as a failure
+  std::uint32_t violations = 0;
+  std::uint32_t overlaps = 0;
+  std::optional<std::int64_t> slack_ns;  ///< CheckResult::slack
+  std::uint64_t trace_hash = 0;
+  std::uint64_t events = 0;
+  std::int64_t end_ns = 0;
+  std::string stop;  ///< why the world stopped (StopReason)
+  std::uint32_t faults = 0;
+  std::string mix;  ///< SwarmMix::describe()
+
+  bool failed() const { return !safe || !error.empty(); }
+  /// One line of JSON, no newline. Keys in a fixed order.
+  std::string to_json() const;
+  /// Parses a line written by to_json. Throws std::invalid_argument saying what is wrong.
+  static RunRecord from_json(std::string_view line);
+};
+
+struct ExploreOptions {
+  std::string protocol;
+  NemesisOptions nemesis;
+  bool keep_scripted = false;  ///< keep the scenario's own faults and add the nemesis plan after them
+};
+
+/// The plan and the run of one seed.
+RunRecord explore_one(const Scenario& sc, const NemesisTargets& targets, std::uint64_t seed,
+                      const ExploreOptions& opts);
+
+/// The seeds of shard `shard` (0-based) of `shards`: first + i for i in [0, count) with i % shards == shard.
+std::vector<std::uint64_t> shard_seeds(std::uint64_t first, std::uint64_t count, std::uint32_t shard,
+                                       std::uint32_t shards);
+
+/// Runs `seeds` on `jobs` threads. `sink` gets every record in the order of `seeds` (called under the output
+/// lock, from whichever thread completed the prefix). `progress(done, total)` is called from the calling
+/// thread about five times a second while runs are going (never from a world). Rethrows the first InputError.
+void explore_seeds(const Scenario& sc, const ExploreOptions& opts, const std::vector<std::uint64_t>& seeds,
+                   std::uint32_t jobs, const std::function<void(const RunRecord&)>& sink,
+                   const std::function<void(std::size_t, std::size_t)>& progress = {});
+
+/// Wilson score interval for k successes in n trials (z = 1.96: 95 %). {0, 0} for n = 0.
+std::pair<double, double> wilson_interval(std::uint64_t k, std::uint64_t n, double z = 1.96);
+
+/// Counts of a sweep (or of many JSONL files of the same scenario × protocol × mode).
+struct ExploreSummary {
+  std::string scenario, protocol, mode;
+  std::uint64_t runs = 0, unsafe = 0, errors = 0;
+  std::optional<std::int64_t> min_slack_ns;
+  std::uint64_t min_slack_seed = 0;
+  std::set<std::uint64_t> failing;  ///< the smallest failing seeds (at most kKeepFailing)
+  std::optional<std::uint64_t> seed_min, seed_max;
+  static constexpr std::size_t kKeepFailing = 10;
+
+  void add(const RunRecord& r);
+  std::uint64_t failures() const { return unsafe + errors; }
+  /// The summary as a person reads it (several lines).
+  std::string render() const;
+};
+
+/// `locksim explore` arguments (scenarios/cli/main.cpp fills them).
+struct ExploreArgs {
+  std::string scenario;
+  std::string protocol;
+  std::uint64_t seeds = 100;
+  std::uint64_t first_seed = 1;
+  std::uint32_t jobs = 0;    ///< 0: one per hardware thread
+  std::string shard;         ///< "K/N", 0-based K
+  std::uint32_t shards = 0;  ///< N, with K from JOB_COMPLETION_INDEX
+  std::string out;           ///< JSONL file; "{shard}" is replaced by the shard index
+  bool resume = false;
+  std::string mode = "anything";
+  std::uint32_t max_faults = 6;
+  bool keep_scripted = false;
+  bool shrink = true;
+  std::uint32_t shrink_runs = 400;
+  std::string
+      replay_out;  ///< replay file of the first failure (default: beside --out, or the current directory)
+  bool no_progress = false;
+};
+
+/// Runs a sweep. Exit code: 0 no violation, 1 violations (or errors), 2 input error (thrown as InputError).
+int cmd_explore(const ExploreArgs& args);
+
+/// Renders a finished run for `locksim replay` (the CLI passes the text report; scenarios/ cannot see
+/// reports/).
+using RenderRun = std::function<std::string(const RunOutput&, const Scenario&)>;
+
+/// Re-runs a replay file. 0 when the trace hash (and verdict) match, 1 otherwise (loudly), 2 on input errors.
+int cmd_replay(const std::string& file, const RenderRun& render);
+
+/// The combined summary of JSONL files (one block per scenario × protocol × mode). 0 no failure, 1 failures
+/// or the same seed with two different results, 2 input errors.
+int cmd_merge(const std::vector<std::string>& files);
+
+/// Reads a JSONL file. A last line cut short (a killed run) is skipped and reported through `truncated_at`
+/// (the byte offset where the complete lines end); any other bad line is an InputError naming file and line.
+std::vector<RunRecord> read_jsonl(const std::string& path,
+                                  std::optional<std::uint64_t>* truncated_at = nullptr);
+
+}  // namespace locksim

@@ -1,0 +1,466 @@
+#include "scenarios/replay.hpp"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "scenarios/loader.hpp"
+
+namespace locksim {
+
+std::string hash_text(std::uint64_t h) {
+  return fmt::format("0x{:016x}", h);
+}
+
+std::optional<std::uint64_t> parse_hash(std::string_view s) {
+  if (s.starts_with("0x") || s.starts_with("0X")) s.remove_prefix(2);
+  if (s.empty() || s.size() > 16) return std::nullopt;
+  std::uint64_t v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0) return std::nullopt;
+    v = v * 16 + static_cast<std::uint64_t>(d);
+  }
+  return v;
+}
+
+namespace {
+
+/// A TOML basic string.
+std::string q(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f)
+          out += fmt::format("\\u{:04x}", c);
+        else
+          out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+/// A bare key if it is one, else quoted ("lease+fence").
+std::string key(std::string_view k) {
+  bool bare = !k.empty();
+  for (char c : k)
+    bare = bare && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '-');
+  return bare ? std::string(k) : q(k);
+}
+
+/// Exact duration text: format_time gives "1.5s", "0.000000001s", "-2s", which parse_duration reads back
+/// exactly.
+std::string dur(Duration d) {
+  return q(d == 0ns ? "0" : format_time(d));
+}
+
+/// Parts per million as an exact decimal fraction.
+std::string ppm(std::int64_t v) {
+  return fmt::format("{}.{:06}", v / 1'000'000, v % 1'000'000);
+}
+
+std::string delay_text(const DelayDist& d) {
+  using K = DelayDist::Kind;
+  switch (d.kind) {
+    case K::constant:
+      return dur(d.min);
+    case K::uniform:
+      return fmt::format("{{ kind = \"uniform\", min = {}, max = {} }}", dur(d.min), dur(d.max));
+    case K::exponential:
+      return fmt::format("{{ kind = \"exponential\", min = {}, max = {}, mean = {} }}", dur(d.min),
+                         dur(d.max), dur(d.mean));
+    case K::long_tail: {
+      std::string a = fmt::format("{}", d.alpha);
+      if (a.find_first_of(".en") == std::string::npos) a += ".0";
+      return fmt::format("{{ kind = \"long_tail\", min = {}, max = {}, mean = {}, alpha = {} }}", dur(d.min),
+                         dur(d.max), dur(d.mean), a);
+    }
+  }
+  return dur(d.min);
+}
+
+void link_lines(std::string& s, const LinkOptions& o) {
+  s += fmt::format("delay = {}\n", delay_text(o.delay));
+  s += fmt::format("loss = {}\n", ppm(o.loss_ppm));
+  s += fmt::format("duplicate = {}\n", ppm(o.duplicate_ppm));
+  s += fmt::format("reorder = {}\n", ppm(o.reorder_ppm));
+  s += fmt::format("reorder_extra = {}\n", dur(o.reorder_extra));
+}
+
+const char* fsync_name(FsyncPolicy p) {
+  switch (p) {
+    case FsyncPolicy::never:
+      return "never";
+    case FsyncPolicy::periodic:
+      return "periodic";
+    case FsyncPolicy::always:
+      return "always";
+  }
+  return "never";
+}
+
+/// The fields of `c` that differ from `base` (all of them that matter when base is the defaults).
+void config_lines(std::string& s, const ProtocolConfig& c, const ProtocolConfig& base, bool with_ttl) {
+  if (with_ttl && c.ttl != base.ttl) s += fmt::format("ttl = {}\n", dur(c.ttl));
+  if (c.nodes != base.nodes) s += fmt::format("nodes = {}\n", c.nodes);
+  if (c.aof != base.aof) s += fmt::format("aof = {}\n", c.aof);
+  if (c.fsync != base.fsync) s += fmt::format("fsync = \"{}\"\n", fsync_name(c.fsync));
+  if (c.fsync_period != base.fsync_period) s += fmt::format("fsync_period = {}\n", dur(c.fsync_period));
+  if (c.replica != base.replica) s += fmt::format("replica = {}\n", c.replica);
+  if (c.replication_delay != base.replication_delay)
+    s += fmt::format("replication_delay = {}\n", dur(c.replication_delay));
+  if (c.failover_after != base.failover_after)
+    s += fmt::format("failover_after = {}\n", dur(c.failover_after));
+  if (c.incr_token != base.incr_token) s += fmt::format("incr_token = {}\n", c.incr_token);
+  if (c.drift_factor_ppm != base.drift_factor_ppm)
+    s += fmt::format("drift_factor = {}\n", ppm(c.drift_factor_ppm));
+  if (c.clock_drift_allowance != base.clock_drift_allowance)
+    s += fmt::format("clock_drift_allowance = {}\n", dur(c.clock_drift_allowance));
+  if (c.node_timeout != base.node_timeout) s += fmt::format("node_timeout = {}\n", dur(c.node_timeout));
+  if (c.retry_count != base.retry_count) s += fmt::format("retry_count = {}\n", c.retry_count);
+  if (c.retry_delay != base.retry_delay) s += fmt::format("retry_delay = {}\n", dur(c.retry_delay));
+  if (c.retry_jitter != base.retry_jitter) s += fmt::format("retry_jitter = {}\n", dur(c.retry_jitter));
+  if (c.elapsed_recheck != base.elapsed_recheck)
+    s += fmt::format("elapsed_recheck = {}\n", c.elapsed_recheck);
+  if (c.keepalive_interval != base.keepalive_interval)
+    s += fmt::format("keepalive_interval = {}\n", dur(c.keepalive_interval));
+  if (c.election_timeout_min != base.election_timeout_min)
+    s += fmt::format("election_timeout_min = {}\n", dur(c.election_timeout_min));
+  if (c.election_timeout_max != base.election_timeout_max)
+    s += fmt::format("election_timeout_max = {}\n", dur(c.election_timeout_max));
+  if (c.heartbeat != base.heartbeat) s += fmt::format("heartbeat = {}\n", dur(c.heartbeat));
+  if (c.variant != base.variant) s += fmt::format("variant = {}\n", q(c.variant));
+}
+
+void extra_lines(std::string& s, const std::string& table, const ProtocolConfig& c,
+                 const ProtocolConfig* base) {
+  std::string body;
+  for (const auto& [k, v] : c.extra) {
+    if (base) {
+      auto it = base->extra.find(k);
+      if (it != base->extra.end() && it->second == v) continue;
+    }
+    body += fmt::format("{} = {}\n", key(k), q(v));
+  }
+  if (!body.empty()) s += fmt::format("\n[{}.extra]\n{}", table, body);
+}
+
+std::string name_list(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + q(v[i]);
+  return s + "]";
+}
+
+std::string fault_kind(Fault::Kind k) {
+  switch (k) {
+    case Fault::Kind::pause:
+      return "pause";
+    case Fault::Kind::crash:
+      return "crash";
+    case Fault::Kind::restart:
+      return "restart";
+    case Fault::Kind::clock_jump:
+      return "clock_jump";
+    case Fault::Kind::clock_drift:
+      return "clock_drift";
+    case Fault::Kind::partition:
+      return "partition";
+    case Fault::Kind::heal:
+      return "heal";
+    case Fault::Kind::delay_spike:
+      return "delay_spike";
+  }
+  return "pause";
+}
+
+void fault_lines(std::string& s, const FaultSpec& f) {
+  const Fault& x = f.fault;
+  s += fmt::format("\n[[fault]]\nkind = \"{}\"\n", fault_kind(x.kind));
+  using K = Fault::Kind;
+  switch (x.kind) {
+    case K::pause:
+      s += fmt::format("target = {}\nduration = {}\n", q(f.target), dur(x.duration));
+      break;
+    case K::crash:
+      s += fmt::format("target = {}\nduration = {}\npower_loss = {}\n", q(f.target), dur(x.duration),
+                       x.power_loss);
+      break;
+    case K::restart:
+      s += fmt::format("target = {}\n", q(f.target));
+      break;
+    case K::clock_jump:
+      s += fmt::format("target = {}\nduration = {}\n", q(f.target), dur(x.duration));
+      break;
+    case K::clock_drift:
+      s += fmt::format("target = {}\nppm = {}\n", q(f.target), x.ppm);
+      break;
+    case K::partition:
+      s += fmt::format("side_a = {}\nside_b = {}\none_way = {}\nduration = {}\n", name_list(f.side_a),
+                       name_list(f.side_b), x.one_way, dur(x.duration));
+      break;
+    case K::heal:
+      break;
+    case K::delay_spike:
+      s += fmt::format("target = {}\npeer = {}\nextra = {}\nduration = {}\ncount = {}\n",
+                       q(f.target.empty() ? "*" : f.target), q(f.peer.empty() ? "*" : f.peer), dur(x.extra),
+                       dur(x.duration), x.count);
+      break;
+  }
+  const Trigger& t = x.when;
+  if (t.kind == Trigger::Kind::at) {
+    s += fmt::format("at = {}\n", dur(t.at));
+  } else {
+    const char* ev = t.kind == Trigger::Kind::note   ? "note"
+                     : t.kind == Trigger::Kind::send ? "send"
+                                                     : "receive";
+    s += fmt::format("after = {{ process = {}, {} = {}, nth = {}, delay = {} }}\n",
+                     q(f.trigger_proc.empty() ? "*" : f.trigger_proc), ev, q(t.label), t.nth, dur(t.delay));
+  }
+}
+
+std::string comment(std::string_view text) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t nl = text.find('\n', start);
+    const std::string_view line =
+        text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+    if (!line.empty()) out += fmt::format("#   {}\n", line);
+    if (nl == std::string_view::npos) break;
+    start = nl + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
+  std::string s;
+  if (replay) {
+    s += "# A locksim counterexample. Re-run it exactly with:\n#   locksim replay THIS_FILE\n";
+    if (!replay->found_by.empty()) s += fmt::format("# Found by:\n#   {}\n", replay->found_by);
+    if (!replay->story.empty()) s += "# The fault plan:\n" + comment(replay->story);
+    s += "\n";
+  }
+  s += fmt::format("name = {}\n", q(sc.name));
+  if (!sc.title.empty()) s += fmt::format("title = {}\n", q(sc.title));
+  if (!sc.source.empty()) s += fmt::format("source = {}\n", q(sc.source));
+  if (!sc.teaches.empty()) s += fmt::format("teaches = {}\n", q(sc.teaches));
+  s += fmt::format("seed = {}\n", sc.seed);
+
+  s += fmt::format("\n[limits]\nmax_time = {}\nmax_events = {}\n", dur(sc.max_time), sc.max_events);
+  s += fmt::format("\n[lock]\nkey = {}\nttl = {}\n", q(sc.lock_key), dur(sc.config.ttl));
+  s += fmt::format("\n[resource]\nname = {}\nkey = {}\nmode = \"{}\"\nvariant = {}\n", q(sc.resource_name),
+                   q(sc.resource_key),
+                   !sc.resource_mode                           ? "auto"
+                   : *sc.resource_mode == ResourceMode::fenced ? "fenced"
+                                                               : "unfenced",
+                   q(sc.resource_variant));
+
+  const ProtocolConfig defaults;
+  std::string pc;
+  config_lines(pc, sc.config, defaults, false);
+  s += "\n[protocol]\n" + pc;
+  extra_lines(s, "protocol", sc.config, nullptr);
+  for (const auto& [name, c] : sc.per_protocol) {
+    const std::string table = fmt::format("protocols.{}", key(name));
+    std::string body;
+    config_lines(body, c, sc.config, true);
+    s += fmt::format("\n[{}]\n{}", table, body);
+    extra_lines(s, table, c, &sc.config);
+  }
+
+  s += "\n[network]\n";
+  link_lines(s, sc.network.defaults);
+  for (const LinkSpec& l : sc.links) {
+    s += fmt::format("\n[[network.link]]\nfrom = {}\nto = {}\n", q(l.from), q(l.to));
+    link_lines(s, l.options);
+  }
+  for (const ClockSpec& c : sc.clocks) {
+    s += fmt::format("\n[[clock]]\nnode = {}\noffset = {}\ndrift_ppm = {}\n", q(c.node), dur(c.clock.offset),
+                     c.clock.drift_ppm);
+  }
+  for (const ClientSpec& c : sc.clients) {
+    s += fmt::format("\n[[client]]\nname = {}\nstart = {}\nacquisitions = {}\nwrites_per_hold = {}\n",
+                     q(c.name), dur(c.start), c.acquisitions, c.writes_per_hold);
+    s += fmt::format("work_min = {}\nwork_max = {}\nthink_min = {}\nthink_max = {}\n", dur(c.work_min),
+                     dur(c.work_max), dur(c.think_min), dur(c.think_max));
+    s += fmt::format("retry_delay = {}\ngive_up_at = {}\n", dur(c.retry_delay), dur(c.give_up_at));
+    s += fmt::format(
+        "read_modify_write = {}\ncheck_before_write = {}\nextend_before_write = {}\nrelease = {}\n",
+        c.read_modify_write, c.check_before_write, c.extend_before_write, c.release);
+  }
+  for (const FaultSpec& f : sc.faults) fault_lines(s, f);
+
+  s += "\n[expect]\n";
+  if (replay) {
+    s += fmt::format("protocols = {}\n{} = \"{}\"\n", name_list({replay->protocol}), key(replay->protocol),
+                     to_string(replay->verdict));
+  } else {
+    if (!sc.protocols.empty()) s += fmt::format("protocols = {}\n", name_list(sc.protocols));
+    for (const auto& [p, v] : sc.expect) s += fmt::format("{} = \"{}\"\n", key(p), to_string(v));
+  }
+
+  if (replay) {
+    s += fmt::format("\n[replay]\nprotocol = {}\nexpected_trace_hash = {}\nverdict = \"{}\"\n",
+                     q(replay->protocol), q(hash_text(replay->expected_trace_hash)),
+                     to_string(replay->verdict));
+    if (!replay->found_by.empty()) s += fmt::format("found_by = {}\n", q(replay->found_by));
+  }
+  return s;
+}
+
+ReplayFile load_replay_text(std::string_view text, const std::string& filename) {
+  // Split: the [replay] table's lines go to one text, the rest (with those lines blanked) to the other.
+  std::string scenario_text, replay_text;
+  bool in_replay = false;
+  std::uint32_t line_no = 0, replay_line = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t nl = text.find('\n', start);
+    const std::size_t end = nl == std::string_view::npos ? text.size() : nl;
+    std::string_view line = text.substr(start, end - start);
+    ++line_no;
+    std::string_view trimmed = line;
+    while (!trimmed.empty() && (trimmed.front() == ' ' || trimmed.front() == '\t')) trimmed.remove_prefix(1);
+    while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\t' || trimmed.back() == '\r'))
+      trimmed.remove_suffix(1);
+    if (trimmed.starts_with("[")) {
+      std::string_view header = trimmed;
+      if (auto hash = header.find('#'); hash != std::string_view::npos) header = header.substr(0, hash);
+      while (!header.empty() && (header.back() == ' ' || header.back() == '\t')) header.remove_suffix(1);
+      in_replay = header == "[replay]";
+      if (in_replay) replay_line = line_no;
+    }
+    (in_replay ? replay_text : scenario_text) += std::string(line);
+    replay_text += "\n";
+    scenario_text += "\n";  // both texts keep the file's line numbers
+    start = end + 1;
+  }
+  if (replay_line == 0) {
+    throw InputError(
+        filename, 1, "replay",
+        "not a replay file: no [replay] table (protocol, expected_trace_hash); `locksim run` runs plain "
+        "scenario files");
+  }
+  ReplayFile out;
+  out.scenario = load_scenario_text(scenario_text, filename);
+  toml::table t;
+  try {
+    t = toml::parse(replay_text, filename);
+  } catch (const toml::parse_error& e) {
+    const auto l = static_cast<std::uint32_t>(e.source().begin.line);
+    throw InputError(filename, l ? l : replay_line, "replay",
+                     fmt::format("not valid TOML: {}", e.description()));
+  }
+  const toml::table* r = t["replay"].as_table();
+  if (!r) throw InputError(filename, replay_line, "replay", "expected a table [replay]");
+  for (const auto& [k, v] : *r) {
+    const std::string_view ks = k.str();
+    if (ks != "protocol" && ks != "expected_trace_hash" && ks != "verdict" && ks != "found_by") {
+      throw InputError(
+          filename, static_cast<std::uint32_t>(v.source().begin.line), fmt::format("replay.{}", ks),
+          fmt::format("unknown key '{}' (valid keys: protocol, expected_trace_hash, verdict, found_by)", ks));
+    }
+    if (!v.is_string()) {
+      throw InputError(filename, static_cast<std::uint32_t>(v.source().begin.line),
+                       fmt::format("replay.{}", ks), "expected a string");
+    }
+  }
+  auto get = [&](const char* k, bool required) -> std::string {
+    const toml::node* n = r->get(k);
+    if (!n) {
+      if (required) throw InputError(filename, replay_line, fmt::format("replay.{}", k), "missing");
+      return {};
+    }
+    return *n->value<std::string>();
+  };
+  auto line_of = [&](const char* k) {
+    const toml::node* n = r->get(k);
+    return n ? static_cast<std::uint32_t>(n->source().begin.line) : replay_line;
+  };
+  out.info.protocol = get("protocol", true);
+  const std::string h = get("expected_trace_hash", true);
+  auto hv = parse_hash(h);
+  if (!hv) {
+    throw InputError(filename, line_of("expected_trace_hash"), "replay.expected_trace_hash",
+                     fmt::format("'{}' is not a 64-bit hex hash such as \"0x0123456789abcdef\"", h));
+  }
+  out.info.expected_trace_hash = *hv;
+  const std::string v = get("verdict", false);
+  if (v.empty() || v == "unsafe")
+    out.info.verdict = Verdict::unsafe;
+  else if (v == "safe")
+    out.info.verdict = Verdict::safe;
+  else
+    throw InputError(filename, line_of("verdict"), "replay.verdict",
+                     fmt::format("'{}' is not safe or unsafe", v));
+  out.info.found_by = get("found_by", false);
+  const auto names = valid_protocol_names();
+  if (std::find(names.begin(), names.end(), out.info.protocol) == names.end()) {
+    throw InputError(filename, line_of("protocol"), "replay.protocol",
+                     fmt::format("unknown protocol '{}'", out.info.protocol));
+  }
+  return out;
+}
+
+ReplayFile load_replay_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path, 0, "file", "no such file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, 0, "file", fmt::format("cannot open: {}", std::strerror(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_replay_text(ss.str(), path);
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(path, 0, "file", fmt::format("cannot write: {}", std::strerror(errno)));
+    out << text;
+    if (!out.flush()) throw InputError(path, 0, "file", "write failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw InputError(path, 0, "file", fmt::format("cannot write: {}", ec.message()));
+}
+
+ReplayCheck replay(const ReplayFile& file) {
+  ReplayCheck c;
+  RunOptions ro;
+  ro.keep_trace = true;
+  c.run = run_scenario(file.scenario, file.info.protocol, ro);
+  c.hash_matches = c.run.trace_hash == file.info.expected_trace_hash;
+  c.verdict_matches = c.run.verdict() == file.info.verdict;
+  return c;
+}
+
+}  // namespace locksim

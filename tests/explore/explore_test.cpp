@@ -1,0 +1,489 @@
+// Tests of chaos exploration: the nemesis, explore (threads, JSONL, resume, shards, merge), shrinking and
+// replay.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "scenarios/explore.hpp"
+#include "scenarios/loader.hpp"
+#include "scenarios/nemesis.hpp"
+#include "scenarios/replay.hpp"
+#include "scenarios/shrink.hpp"
+#include "tests/explore/toy_protocol.hpp"
+
+using namespace locksim;
+using locksim::test::register_toy;
+using locksim::test::toy_scenario;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::path(testing::TempDir()) / fmt::format("locksim-explore-{}-{}", name, getpid());
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+/// JSONL lines of a sweep, collected through the sink.
+std::vector<std::string> sweep(const Scenario& sc, const ExploreOptions& o, std::uint64_t first,
+                               std::uint64_t n, std::uint32_t jobs) {
+  std::vector<std::string> lines;
+  explore_seeds(sc, o, shard_seeds(first, n, 0, 1), jobs,
+                [&](const RunRecord& r) { lines.push_back(r.to_json()); });
+  return lines;
+}
+
+const NemesisTargets& toy_targets() {
+  static const NemesisTargets t = [] {
+    register_toy();
+    return nemesis_targets(toy_scenario(), "toylock");
+  }();
+  return t;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------ nemesis
+
+TEST(Nemesis, TargetsComeFromTheWorld) {
+  const NemesisTargets& t = toy_targets();
+  EXPECT_EQ(t.servers, std::vector<std::string>{"redis1"});
+  EXPECT_EQ(t.clients, (std::vector<std::string>{"client1", "client2"}));
+  EXPECT_EQ(t.resource, "store");
+  EXPECT_EQ(world_process_names(toy_scenario(), "toylock"),
+            (std::vector<std::string>{"redis1", "store", "client1", "client2"}));
+  EXPECT_THROW(world_process_names(toy_scenario(), "no-such-protocol"), InputError);
+}
+
+TEST(Nemesis, SameSeedSamePlanDifferentSeedsDiffer) {
+  const Scenario sc = toy_scenario();
+  std::set<std::string> distinct;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    for (NemesisMode m : {NemesisMode::within, NemesisMode::anything}) {
+      NemesisOptions o{m, 6};
+      SwarmMix ma, mb;
+      const FaultPlan a = make_fault_plan(sc, toy_targets(), seed, o, &ma);
+      const FaultPlan b = make_fault_plan(sc, toy_targets(), seed, o, &mb);
+      ASSERT_EQ(scenario_to_toml(apply_plan(sc, a)), scenario_to_toml(apply_plan(sc, b))) << seed;
+      ASSERT_EQ(ma.describe(), mb.describe());
+      distinct.insert(scenario_to_toml(apply_plan(sc, a)));
+    }
+  }
+  EXPECT_GT(distinct.size(), 390u);  // 400 plans: (nearly) all different
+}
+
+TEST(Nemesis, PinnedPlanForSeedOne) {
+  // Golden value: the plan of a seed must not change between builds, compilers or machines (replay files and
+  // JSONL sweeps depend on it). Update deliberately when the nemesis changes.
+  const FaultPlan p = make_fault_plan(toy_scenario(), toy_targets(), 1, {NemesisMode::anything, 6});
+  const std::string text = describe(p);
+  EXPECT_EQ(text, describe(make_fault_plan(toy_scenario(), toy_targets(), 1, {NemesisMode::anything, 6})));
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(
+      stable_hash(text),
+      stable_hash(describe(make_fault_plan(toy_scenario(), toy_targets(), 1, {NemesisMode::anything, 6}))));
+}
+
+RC_GTEST_PROP(Nemesis, PlansStayWithinTheirModeAndTheScenarioLimits, (std::uint64_t seed, bool within)) {
+  const Scenario sc = toy_scenario();
+  const NemesisMode mode = within ? NemesisMode::within : NemesisMode::anything;
+  const FaultPlan plan = make_fault_plan(sc, toy_targets(), seed, {mode, 6});
+  RC_ASSERT(!plan.faults.empty());
+  RC_ASSERT(plan.faults.size() <= 6u);
+  const Duration cap = sc.config.ttl / 20;
+  for (const FaultSpec& f : plan.faults) {
+    const Fault& x = f.fault;
+    RC_ASSERT(x.when.at <= sc.max_time);
+    RC_ASSERT(x.when.delay <= sc.max_time);
+    RC_ASSERT(x.duration <= sc.max_time);
+    RC_ASSERT(-x.duration <= sc.max_time);
+    RC_ASSERT(x.when.nth >= 1u);
+    if (x.kind == Fault::Kind::crash) RC_ASSERT(f.target != sc.resource_name);
+    if (mode == NemesisMode::within) {
+      RC_ASSERT(x.kind != Fault::Kind::crash);
+      RC_ASSERT(x.kind != Fault::Kind::clock_jump);
+      RC_ASSERT(!x.one_way);
+      if (x.kind == Fault::Kind::pause) RC_ASSERT(x.duration <= cap);
+      if (x.kind == Fault::Kind::delay_spike) RC_ASSERT(x.extra <= cap);
+      if (x.kind == Fault::Kind::clock_drift) RC_ASSERT(std::abs(x.ppm) <= 10'000);
+    }
+  }
+  if (plan.network && mode == NemesisMode::within) RC_ASSERT(plan.network->loss_ppm <= 10'000u);
+  for (const ClockSpec& c : plan.clocks) {
+    if (mode == NemesisMode::within) {
+      RC_ASSERT(std::abs(c.clock.drift_ppm) <= 10'000);
+      RC_ASSERT(c.clock.offset == 0ns);
+    }
+  }
+}
+
+RC_GTEST_PROP(Nemesis, EveryPlanSurvivesTheTomlRoundTrip, (std::uint64_t seed)) {
+  // A replay file of any plan loads again, to the same scenario (written back identically).
+  register_toy();
+  const Scenario sc = apply_plan(
+      toy_scenario(), make_fault_plan(toy_scenario(), toy_targets(), seed, {NemesisMode::anything, 6}));
+  const std::string text = scenario_to_toml(sc);
+  const Scenario back = load_scenario_text(text, "roundtrip.toml");
+  RC_ASSERT(scenario_to_toml(back) == text);
+  RC_ASSERT(back.faults.size() == sc.faults.size());
+}
+
+// ------------------------------------------------------------------------------------------------ explore
+
+TEST(Explore, JobsDoNotChangeTheLines) {
+  register_toy();
+  ExploreOptions o;
+  o.protocol = "toylock";
+  const Scenario sc = toy_scenario();
+  const auto one = sweep(sc, o, 1, 300, 1);
+  const auto two = sweep(sc, o, 1, 300, 2);
+  const auto three = sweep(sc, o, 1, 300, 3);
+  ASSERT_EQ(one.size(), 300u);
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(one, three);
+  // Each line is its seed's, in seed order, and explore_one gives the same record alone.
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    const RunRecord r = RunRecord::from_json(one[i]);
+    ASSERT_EQ(r.seed, i + 1);
+    EXPECT_EQ(r.to_json(), one[i]);
+  }
+  EXPECT_EQ(explore_one(sc, toy_targets(), 17, o).to_json(), one[16]);
+}
+
+TEST(Explore, AnythingGoesFindsViolationsAndFencingStopsThem) {
+  register_toy();
+  const Scenario sc = toy_scenario();
+  ExploreOptions o;
+  o.protocol = "toylock";
+  ExploreSummary unfenced, fenced;
+  explore_seeds(sc, o, shard_seeds(1, 2000, 0, 1), 2, [&](const RunRecord& r) { unfenced.add(r); });
+  o.protocol = "toylock+fence";
+  explore_seeds(sc, o, shard_seeds(1, 2000, 0, 1), 2, [&](const RunRecord& r) { fenced.add(r); });
+  EXPECT_EQ(unfenced.runs, 2000u);
+  EXPECT_GT(unfenced.unsafe, 0u);
+  EXPECT_EQ(unfenced.errors, 0u);
+  EXPECT_NE(unfenced.render().find("first failing seeds"), std::string::npos);
+  // The toy's server keeps its token counter in memory: the only way past its fence is to crash the server so
+  // tokens start again. Whatever fenced failure the sweep found must shrink to exactly that story.
+  ASSERT_LT(fenced.failures(), unfenced.failures());
+  for (std::uint64_t seed : fenced.failing) {
+    const FaultPlan plan = make_fault_plan(sc, toy_targets(), seed, o.nemesis);
+    const ShrinkResult r = shrink_failure(sc, "toylock+fence", plan, seed);
+    ASSERT_TRUE(r.failed_at_start);
+    bool server_crash = false;
+    for (const FaultSpec& f : r.plan.faults)
+      server_crash |= f.fault.kind == Fault::Kind::crash && f.target == "redis1";
+    EXPECT_TRUE(server_crash) << seed << ":\n" << describe(r.plan);
+  }
+  // Within the assumptions (no crashes) the fence holds on every seed.
+  o.nemesis.mode = NemesisMode::within;
+  ExploreSummary within;
+  explore_seeds(sc, o, shard_seeds(1, 2000, 0, 1), 2, [&](const RunRecord& r) { within.add(r); });
+  EXPECT_EQ(within.failures(), 0u) << within.render();
+}
+
+TEST(Explore, ShardsPartitionTheSeeds) {
+  std::set<std::uint64_t> all;
+  std::size_t total = 0;
+  for (std::uint32_t k = 0; k < 4; ++k) {
+    for (std::uint64_t s : shard_seeds(10, 103, k, 4)) {
+      all.insert(s);
+      ++total;
+    }
+  }
+  EXPECT_EQ(total, 103u);
+  EXPECT_EQ(all.size(), 103u);
+  EXPECT_EQ(*all.begin(), 10u);
+  EXPECT_EQ(*all.rbegin(), 112u);
+}
+
+TEST(Explore, WilsonInterval) {
+  auto [lo, hi] = wilson_interval(10, 100);
+  EXPECT_NEAR(lo, 0.0552, 1e-4);
+  EXPECT_NEAR(hi, 0.1744, 1e-4);
+  auto [lo0, hi0] = wilson_interval(0, 10000);
+  EXPECT_EQ(lo0, 0.0);
+  EXPECT_NEAR(hi0, 0.000384, 1e-5);
+  EXPECT_EQ(wilson_interval(0, 0), (std::pair<double, double>{0.0, 0.0}));
+}
+
+TEST(Explore, ResumeAfterAKillRunsEverySeedExactlyOnce) {
+  register_toy();
+  const fs::path dir = temp_dir("resume");
+  const fs::path scen = dir / "toy.toml";
+  write_text_file(scen.string(), scenario_to_toml(toy_scenario()));
+  ExploreArgs a;
+  a.scenario = scen.string();
+  a.protocol = "toylock";
+  a.seeds = 120;
+  a.jobs = 2;
+  a.shrink = false;
+  a.no_progress = true;
+  a.out = (dir / "full.jsonl").string();
+  const int rc_full = cmd_explore(a);
+  const std::string full = read_file(a.out);
+  ASSERT_EQ(lines_of(full).size(), 120u);
+
+  // A run killed mid-line: keep 50 lines and half of the 51st.
+  const auto lines = lines_of(full);
+  std::string cut;
+  for (int i = 0; i < 50; ++i) cut += lines[i] + "\n";
+  cut += lines[50].substr(0, lines[50].size() / 2);
+  const fs::path part = dir / "part.jsonl";
+  std::ofstream(part, std::ios::binary) << cut;
+  a.out = part.string();
+  a.resume = true;
+  EXPECT_EQ(cmd_explore(a), rc_full);
+  EXPECT_EQ(read_file(part), full);  // every seed exactly once, same lines, same order
+  // Resuming a finished sweep runs nothing and changes nothing.
+  EXPECT_EQ(cmd_explore(a), rc_full);
+  EXPECT_EQ(read_file(part), full);
+  std::set<std::uint64_t> seeds;
+  for (const RunRecord& r : read_jsonl(part.string())) EXPECT_TRUE(seeds.insert(r.seed).second);
+  EXPECT_EQ(seeds.size(), 120u);
+  fs::remove_all(dir);
+}
+
+TEST(Explore, ShardFilesMergeIntoTheWholeSweep) {
+  register_toy();
+  const fs::path dir = temp_dir("merge");
+  const fs::path scen = dir / "toy.toml";
+  write_text_file(scen.string(), scenario_to_toml(toy_scenario()));
+  ExploreArgs a;
+  a.scenario = scen.string();
+  a.protocol = "toylock";
+  a.seeds = 90;
+  a.jobs = 1;
+  a.shrink = false;
+  a.no_progress = true;
+  a.out = (dir / "s{shard}.jsonl").string();
+  std::vector<RunRecord> merged;
+  for (int k = 0; k < 3; ++k) {
+    a.shard = fmt::format("{}/3", k);
+    cmd_explore(a);
+    for (auto& r : read_jsonl((dir / fmt::format("s{}.jsonl", k)).string())) merged.push_back(r);
+  }
+  a.shard.clear();
+  a.out = (dir / "all.jsonl").string();
+  const int rc_all = cmd_explore(a);
+  const auto all = read_jsonl(a.out);
+  ASSERT_EQ(merged.size(), all.size());
+  std::sort(merged.begin(), merged.end(),
+            [](const RunRecord& x, const RunRecord& y) { return x.seed < y.seed; });
+  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(merged[i].to_json(), all[i].to_json());
+  EXPECT_EQ(
+      cmd_merge({(dir / "s0.jsonl").string(), (dir / "s1.jsonl").string(), (dir / "s2.jsonl").string()}),
+      rc_all);
+  // The index from the environment, as a Kubernetes Indexed Job sets it.
+  ::setenv("JOB_COMPLETION_INDEX", "1", 1);
+  a.shards = 3;
+  a.out = (dir / "env{shard}.jsonl").string();
+  cmd_explore(a);
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  EXPECT_EQ(read_file(dir / "env1.jsonl"), read_file(dir / "s1.jsonl"));
+  // A broken line in the middle of a file is an input error; a bad shard too.
+  std::ofstream(dir / "bad.jsonl") << all[0].to_json() << "\nnot json\n" << all[1].to_json() << "\n";
+  EXPECT_THROW(cmd_merge({(dir / "bad.jsonl").string()}), InputError);
+  a.shards = 0;
+  a.shard = "3/3";
+  EXPECT_THROW(cmd_explore(a), InputError);
+  fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------------------------------------------ shrinking
+
+TEST(Shrink, ReducesAKnownFailingPlan) {
+  register_toy();
+  const Scenario base = toy_scenario();
+  // The story (a 15 s pause right after the lease check) buried in noise.
+  FaultPlan plan;
+  plan.faults = toy_scenario(15s).faults;
+  FaultSpec drift;
+  drift.fault.kind = Fault::Kind::clock_drift;
+  drift.fault.when = Trigger::at_time(2s);
+  drift.fault.ppm = 3000;
+  drift.target = "store";
+  FaultSpec spike;
+  spike.fault.kind = Fault::Kind::delay_spike;
+  spike.fault.when = Trigger::at_time(30s);
+  spike.fault.extra = 40ms;
+  spike.fault.duration = 1s;
+  FaultSpec late_pause;
+  late_pause.fault.kind = Fault::Kind::pause;
+  late_pause.fault.when = Trigger::at_time(50s);
+  late_pause.fault.duration = 2s;
+  late_pause.target = "redis1";
+  FaultSpec part;
+  part.fault.kind = Fault::Kind::partition;
+  part.fault.when = Trigger::at_time(45s);
+  part.fault.duration = 3s;
+  part.side_a = {"client2"};
+  part.side_b = {"store"};
+  plan.faults.insert(plan.faults.begin(), drift);
+  plan.faults.push_back(spike);
+  plan.faults.push_back(late_pause);
+  plan.faults.push_back(part);
+  LinkOptions noise = base.network.defaults;
+  noise.duplicate_ppm = 1000;
+  plan.network = noise;
+  plan.clocks.push_back(ClockSpec{"redis1", ClockOptions{0ns, 200}});
+
+  RunOptions ro;
+  ro.seed = 5;
+  ASSERT_FALSE(run_scenario(apply_plan(base, plan), "toylock", ro).check.safe);
+  const ShrinkResult r = shrink_failure(base, "toylock", plan, 5);
+  ASSERT_TRUE(r.failed_at_start);
+  EXPECT_EQ(r.size_before, 7u);
+  EXPECT_LE(r.plan.size(), 2u);
+  ASSERT_EQ(r.plan.faults.size(), 1u) << describe(r.plan);
+  EXPECT_EQ(r.plan.faults[0].fault.kind, Fault::Kind::pause);
+  EXPECT_EQ(r.plan.faults[0].target, "client1");
+  EXPECT_LT(r.plan.faults[0].fault.duration, 15s);  // shortened, to about the lease's remaining time
+  EXPECT_GT(r.plan.faults[0].fault.duration, 8s);
+  EXPECT_LE(r.runs, 400u);
+  // The result still fails, with the hash the shrinker reports.
+  const RunOutput again = run_scenario(r.scenario, "toylock", ro);
+  EXPECT_FALSE(again.check.safe);
+  EXPECT_EQ(again.trace_hash, r.trace_hash);
+  // A plan that does not fail is returned untouched.
+  const ShrinkResult none = shrink_failure(base, "toylock+fence", plan, 5);
+  EXPECT_FALSE(none.failed_at_start);
+  EXPECT_EQ(none.plan.size(), 7u);
+}
+
+TEST(Shrink, DropsClientsNothingNeeds) {
+  register_toy();
+  Scenario base = toy_scenario();
+  base.clients.push_back(ClientSpec{.name = "client3", .start = 40s});
+  FaultPlan plan;
+  plan.faults = toy_scenario(15s).faults;
+  const ShrinkResult r = shrink_failure(base, "toylock", plan, 3);
+  ASSERT_TRUE(r.failed_at_start);
+  EXPECT_EQ(r.clients_before, 3u);
+  EXPECT_EQ(r.base.clients.size(),
+            2u);  // client1 (named by the fault) and client2 (needed for a second epoch)
+}
+
+// ------------------------------------------------------------------------------------------------ replay
+
+TEST(Replay, RoundTripReproducesTheHash) {
+  register_toy();
+  FaultPlan plan;
+  plan.faults = toy_scenario(15s).faults;
+  const ShrinkResult r = shrink_failure(toy_scenario(), "toylock", plan, 9);
+  ASSERT_TRUE(r.failed_at_start);
+  Scenario sc = r.scenario;
+  sc.seed = 9;
+  ReplayInfo info{"toylock", r.trace_hash, Verdict::unsafe, "test", describe(r.plan)};
+  const std::string text = scenario_to_toml(sc, &info);
+  const ReplayFile f = load_replay_text(text, "replay.toml");
+  EXPECT_EQ(f.info.protocol, "toylock");
+  EXPECT_EQ(f.info.expected_trace_hash, r.trace_hash);
+  EXPECT_EQ(f.scenario.seed, 9u);
+  const ReplayCheck c = replay(f);
+  EXPECT_TRUE(c.hash_matches);
+  EXPECT_TRUE(c.verdict_matches);
+  EXPECT_FALSE(
+      c.run.trace.empty());  // the full trace is kept for reports, and the hash is the same without it
+
+  const fs::path dir = temp_dir("replay");
+  const fs::path good = dir / "good.toml";
+  write_text_file(good.string(), text);
+  std::string seen;
+  EXPECT_EQ(cmd_replay(good.string(),
+                       [&](const RunOutput& run, const Scenario&) {
+                         seen = hash_text(run.trace_hash);
+                         return std::string();
+                       }),
+            0);
+  EXPECT_EQ(seen, hash_text(r.trace_hash));
+  // A different expected hash fails loudly.
+  std::string bad = text;
+  const std::string h = hash_text(r.trace_hash);
+  bad.replace(bad.find(h), h.size(), hash_text(r.trace_hash ^ 1));
+  write_text_file((dir / "bad.toml").string(), bad);
+  EXPECT_EQ(cmd_replay((dir / "bad.toml").string(), {}), 1);
+  // Not a replay file, a bad hash, an unknown key: input errors naming the line.
+  EXPECT_THROW(load_replay_text(scenario_to_toml(sc), "plain.toml"), InputError);
+  std::string worse = text;
+  worse.replace(worse.find(h), h.size(), "0xnothex");
+  try {
+    load_replay_text(worse, "worse.toml");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field, "replay.expected_trace_hash");
+    EXPECT_GT(e.line, 1u);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Replay, ScenarioTomlIsExact) {
+  // Every field the writer knows comes back from the loader unchanged.
+  register_toy();
+  Scenario sc = toy_scenario();
+  sc.config.drift_factor_ppm = 12'345;
+  sc.config.nodes = 5;
+  sc.config.extra["x"] = "y \"quoted\"";
+  sc.per_protocol["lease+fence"] = sc.config;
+  sc.per_protocol["lease+fence"].ttl = 7s;
+  sc.network.defaults.delay = DelayDist{DelayDist::Kind::long_tail, 1ms, 2s, 5ms, 1.5};
+  sc.network.defaults.loss_ppm = 1;
+  sc.links.push_back(LinkSpec{"client1", "store", LinkOptions{DelayDist::constant_of(3ns), 0, 5, 0, 0ns}});
+  sc.clocks.push_back(ClockSpec{"redis3", ClockOptions{-250ms, -7}});
+  sc.faults = toy_scenario(1500000001ns).faults;
+  sc.resource_mode = ResourceMode::fenced;
+  sc.teaches = "two\nlines";
+  sc.expect["toylock"] = Verdict::unsafe;
+  sc.protocols = {"toylock"};
+  const std::string text = scenario_to_toml(sc);
+  const Scenario back = load_scenario_text(text, "x.toml");
+  EXPECT_EQ(scenario_to_toml(back), text);
+  EXPECT_EQ(back.config.drift_factor_ppm, 12'345);
+  EXPECT_EQ(back.per_protocol.at("lease+fence").ttl, 7s);
+  EXPECT_EQ(back.network.defaults.delay.alpha, 1.5);
+  EXPECT_EQ(back.links.at(0).options.delay.min, 3ns);
+  EXPECT_EQ(back.clocks.at(0).clock.offset, -250ms);
+  EXPECT_EQ(back.faults.at(0).fault.duration, 1500000001ns);
+  EXPECT_EQ(back.teaches, "two\nlines");
+  EXPECT_EQ(back.config.extra.at("x"), "y \"quoted\"");
+}
+
+TEST(RunRecord, JsonRoundTripAndErrors) {
+  RunRecord r;
+  r.scenario = "s";
+  r.protocol = "lease+fence";
+  r.mode = "within";
+  r.seed = 18'446'744'073'709'551'615ull;
+  r.safe = false;
+  r.violations = 2;
+  r.slack_ns = -5;
+  r.trace_hash = 0xfedcba9876543210ull;
+  r.stop = "done";
+  r.mix = "pause x1 i0";
+  EXPECT_EQ(RunRecord::from_json(r.to_json()).to_json(), r.to_json());
+  r.error = "boom";
+  EXPECT_EQ(RunRecord::from_json(r.to_json()).error, "boom");
+  EXPECT_THROW(RunRecord::from_json("{\"seed\": 1}"), std::invalid_argument);
+  EXPECT_THROW(RunRecord::from_json("[1,2]"), std::invalid_argument);
+}

@@ -1,0 +1,249 @@
+// Crash and restart: volatile state is lost, storage survives according to the crash kind and fsync policy,
+// messages to a dead incarnation are dropped.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/world.hpp"
+#include "test_util.hpp"
+
+using namespace locksim;
+using locksim::test::count_of;
+using locksim::test::events_of;
+
+TEST(Crash, VolatileStateIsLostAndTheBodyStartsAgain) {
+  World w;
+  std::vector<std::pair<std::uint32_t, int>> seen;  // (incarnation, counter)
+  ProcId p = w.spawn("p", [&](Context& c) {
+    int counter = 0;
+    for (int i = 0; i < 3; ++i) {
+      ++counter;
+      seen.emplace_back(c.incarnation(), counter);
+      c.sleep(10ms);
+    }
+  });
+  w.add_fault(
+      Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(15ms), .target = p, .duration = 5ms});
+  EXPECT_EQ(w.run().reason, StopReason::done);
+  EXPECT_EQ(seen, (std::vector<std::pair<std::uint32_t, int>>{{0, 1}, {0, 2}, {1, 1}, {1, 2}, {1, 3}}));
+  EXPECT_EQ(w.state(p), ProcState::exited);
+  auto starts = events_of(w, TraceKind::start, p);
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[1].time, 20ms);
+  EXPECT_EQ(starts[1].detail, "incarnation=1");
+  EXPECT_EQ(count_of(w, TraceKind::crash, p), 1u);
+  EXPECT_EQ(count_of(w, TraceKind::restart, p), 1u);
+}
+
+TEST(Crash, CrashWithoutRestartLeavesTheProcessDown) {
+  World w;
+  int steps = 0;
+  ProcId p = w.spawn("p", [&](Context& c) {
+    for (;;) {
+      ++steps;
+      c.sleep(10ms);
+    }
+  });
+  w.spawn("other", [](Context& c) { c.sleep(1s); });
+  w.add_fault(Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(25ms), .target = p});
+  EXPECT_EQ(w.run().reason, StopReason::done);
+  EXPECT_EQ(steps, 3);
+  EXPECT_EQ(w.state(p), ProcState::crashed);
+  // A later explicit restart brings it back.
+  w.schedule(w.now() + 1ms, [&] { w.restart(p); });
+  w.run_until(w.now() + 25ms);
+  EXPECT_EQ(steps, 6);
+}
+
+namespace {
+
+/// One process writes keys over time; a crash (process or power loss) hits it at `crash_at`, it restarts 1 ms
+/// later and reports which keys it sees.
+std::map<std::string, std::string> survivors(FsyncPolicy policy, bool power_loss, Time crash_at,
+                                             bool explicit_fsync = false) {
+  World w;
+  std::map<std::string, std::string> seen;
+  ProcId p = w.spawn("db",
+                     [&](Context& c) {
+                       if (c.incarnation() > 0) {
+                         seen = c.storage().snapshot();
+                         return;
+                       }
+                       c.storage().put("a", "1");
+                       if (explicit_fsync) c.storage().fsync();
+                       c.sleep(150ms);
+                       c.storage().put("b", "2");
+                       c.sleep(150ms);
+                       c.storage().put("c", "3");
+                       c.sleep(1s);
+                     },
+                     {.fsync = policy, .fsync_period = 200ms});
+  w.add_fault(Fault{.kind = Fault::Kind::crash,
+                    .when = Trigger::at_time(crash_at),
+                    .target = p,
+                    .duration = 1ms,
+                    .power_loss = power_loss});
+  EXPECT_EQ(w.run().reason, StopReason::done);
+  EXPECT_EQ(w.state(p), ProcState::exited);
+  return seen;
+}
+
+using KV = std::map<std::string, std::string>;
+
+}  // namespace
+
+TEST(Crash, ProcessCrashKeepsUnsyncedWrites) {
+  for (auto policy : {FsyncPolicy::never, FsyncPolicy::periodic, FsyncPolicy::always})
+    EXPECT_EQ(survivors(policy, false, 320ms), (KV{{"a", "1"}, {"b", "2"}, {"c", "3"}}))
+        << static_cast<int>(policy);
+}
+
+TEST(Crash, PowerLossKeepsOnlyWhatWasFsynced) {
+  EXPECT_EQ(survivors(FsyncPolicy::always, true, 320ms), (KV{{"a", "1"}, {"b", "2"}, {"c", "3"}}));
+  // periodic every 200 ms: the 200 ms fsync saved a and b; c (300 ms) was not synced yet at 320 ms.
+  EXPECT_EQ(survivors(FsyncPolicy::periodic, true, 320ms), (KV{{"a", "1"}, {"b", "2"}}));
+  // ...and before the first period nothing was synced.
+  EXPECT_EQ(survivors(FsyncPolicy::periodic, true, 180ms), KV{});
+  // ...and after the 400 ms fsync everything is.
+  EXPECT_EQ(survivors(FsyncPolicy::periodic, true, 420ms), (KV{{"a", "1"}, {"b", "2"}, {"c", "3"}}));
+  EXPECT_EQ(survivors(FsyncPolicy::never, true, 320ms), KV{});
+  EXPECT_EQ(survivors(FsyncPolicy::never, true, 320ms, /*explicit_fsync=*/true), (KV{{"a", "1"}}));
+}
+
+TEST(Crash, PowerLossBringsBackAnUnsyncedErase) {
+  Storage s;
+  s.put("k", "old");
+  s.fsync();
+  s.erase("k");
+  EXPECT_FALSE(s.get("k"));
+  EXPECT_TRUE(s.has_unsynced());
+  s.lose_unsynced();
+  EXPECT_EQ(s.get("k"), "old");
+  s.put("k", "new");
+  s.put("j", "x");
+  EXPECT_EQ(s.snapshot(), (KV{{"j", "x"}, {"k", "new"}}));
+  s.clear();
+  EXPECT_EQ(s.snapshot(), KV{});
+}
+
+TEST(Crash, MessagesInFlightToTheCrashedIncarnationAreDropped) {
+  WorldOptions o;
+  o.network.defaults.delay = DelayDist::constant_of(10ms);
+  World w(o);
+  std::vector<int> got;
+  ProcId p = w.spawn("p", [&](Context& c) {
+    for (;;) {
+      auto m = c.receive(100ms);
+      if (!m) return;
+      got.push_back(*m->as<int>());
+    }
+  });
+  w.spawn("q", [&](Context& c) {
+    c.send(p, Message::of("n", 1));  // arrives at 10 ms: p crashed at 5 ms, restarted at 7 ms -> dropped
+    c.sleep(8ms);
+    c.send(p, Message::of("n", 2));  // sent to the new incarnation: delivered
+  });
+  w.add_fault(Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(5ms), .target = p, .duration = 2ms});
+  EXPECT_EQ(w.run().reason, StopReason::done);
+  EXPECT_EQ(got, std::vector<int>{2});
+  auto drops = events_of(w, TraceKind::drop, p);
+  ASSERT_EQ(drops.size(), 1u);
+  EXPECT_EQ(drops[0].time, 10ms);
+  EXPECT_EQ(drops[0].detail, "receiver crashed");
+}
+
+TEST(Crash, MailboxIsVolatile) {
+  World w;
+  int received = 0;
+  ProcId p = w.spawn("p", [&](Context& c) {
+    if (c.incarnation() == 0) c.sleep(1s);  // message waits in the mailbox, then the crash loses it
+    while (c.receive(100ms)) ++received;
+  });
+  w.spawn("q", [&](Context& c) { c.send(p, Message{.type = "m"}); });
+  w.add_fault(Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(5ms), .target = p, .duration = 1ms});
+  w.run();
+  EXPECT_EQ(count_of(w, TraceKind::deliver, p), 1u);
+  EXPECT_EQ(received, 0);
+}
+
+TEST(Crash, MessagesToAnExitedProcessAreDropped) {
+  World w;
+  ProcId p = w.spawn("p", [](Context&) {});
+  w.spawn("q", [&](Context& c) {
+    c.sleep(1ms);
+    c.send(p, Message{.type = "late"});
+    c.sleep(5ms);
+  });
+  w.run();
+  auto drops = events_of(w, TraceKind::drop, p);
+  ASSERT_EQ(drops.size(), 1u);
+  EXPECT_EQ(drops[0].detail, "receiver exited");
+}
+
+TEST(Crash, CrashOfAPausedProcessAndRestartRunsNormally) {
+  World w;
+  std::vector<std::pair<std::uint32_t, Time>> seen;
+  ProcId p = w.spawn("p", [&](Context& c) {
+    c.sleep(10ms);
+    seen.emplace_back(c.incarnation(), c.now());
+  });
+  w.schedule(5ms, [&] { w.pause(p, 1s); });
+  w.add_fault(
+      Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(20ms), .target = p, .duration = 5ms});
+  EXPECT_EQ(w.run().reason, StopReason::done);
+  EXPECT_EQ(seen, (std::vector<std::pair<std::uint32_t, Time>>{{1, 35ms}}));
+  EXPECT_FALSE(w.paused(p));
+  EXPECT_EQ(count_of(w, TraceKind::resume, p), 0u);  // the stale 1 s resume does nothing
+}
+
+TEST(Crash, CrashAndRestartBeforeAPendingStartStartsTheBodyOnce) {
+  // p is paused before it ever ran; at 10 ms the resume queues its first start, and a crash and a restart at
+  // the same instant (planned earlier, so they run first) start the new incarnation. The queued first start
+  // must not start the body a second time.
+  World w;
+  int runs = 0;
+  std::vector<std::uint32_t> incarnations;
+  ProcId p = w.spawn("p", [&](Context& c) {
+    ++runs;
+    incarnations.push_back(c.incarnation());
+    c.sleep(5ms);
+  });
+  w.spawn("keeper", [](Context& c) { c.sleep(1s); });  // keeps the run going while p is down
+  w.pause(p, 10ms);
+  w.add_fault(Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(10ms), .target = p});
+  w.add_fault(Fault{.kind = Fault::Kind::restart, .when = Trigger::at_time(10ms), .target = p});
+  EXPECT_EQ(w.run().reason, StopReason::done);
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(incarnations, std::vector<std::uint32_t>{1});
+  EXPECT_EQ(count_of(w, TraceKind::start, p), 1u);
+  EXPECT_EQ(w.state(p), ProcState::exited);
+}
+
+TEST(Crash, CrashRequestedFromInsideAFiberActsAfterTheCurrentStep) {
+  World w;
+  int victim_steps = 0;
+  ProcId v = w.spawn("victim",
+                     [&](Context& c) {
+                       for (;;) {
+                         ++victim_steps;
+                         c.sleep(1ms);
+                       }
+                     },
+                     {.daemon = true});
+  w.spawn("killer", [&](Context& c) {
+    c.sleep(3500us);
+    w.crash(v, false);
+    c.note("killed");  // still running: the crash is an event at this instant
+    c.sleep(10ms);
+    w.restart(v);  // also deferred to an event at this instant
+    c.sleep(1ms);
+  });
+  EXPECT_EQ(w.run().reason, StopReason::done);
+  EXPECT_EQ(count_of(w, TraceKind::crash, v), 1u);
+  auto crash = events_of(w, TraceKind::crash, v);
+  EXPECT_EQ(crash[0].time, 3500us);
+  EXPECT_EQ(victim_steps, 4 + 1);  // 0,1,2,3 ms, then the restarted body's first step
+  EXPECT_EQ(w.state(v), ProcState::blocked);
+}
