@@ -112,14 +112,16 @@ double fiber_bench(const Sizes& z) {
   return run_events(w, z.fiber_events);
 }
 
-/// The same shape as the world's event (time, tie, sequence, callback) in a bare std binary heap of
-/// `processes` pending events: pop the earliest, run it, push its successor.
+/// The same shape as the world's event (time, tie, sequence, kind, two arguments: 40 bytes of plain data) in
+/// a bare std binary heap of `processes` pending events: pop the earliest, run it, push its successor.
 double probe_timer_bench(const Sizes& z) {
   struct Event {
     Time at;
     std::uint64_t tie;
     std::uint64_t seq;
-    std::function<void()> fn;
+    std::uint32_t kind;
+    std::uint32_t a;
+    std::uint64_t b;
   };
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
@@ -132,16 +134,16 @@ double probe_timer_bench(const Sizes& z) {
   std::uint64_t seq = 0, ran = 0;
   Rng rng(1);
   for (int i = 0; i < z.processes; ++i) {
-    heap.push_back(Event{Duration{rng.below(1'000'000)}, 0, seq++, [&ran] { ++ran; }});
+    heap.push_back(Event{Duration{rng.below(1'000'000)}, 0, seq++, 0, static_cast<std::uint32_t>(i), 0});
     std::push_heap(heap.begin(), heap.end(), Later{});
   }
   const auto start = stamp();
   for (std::uint64_t i = 0; i < z.probe_events; ++i) {
     std::pop_heap(heap.begin(), heap.end(), Later{});
-    Event ev = std::move(heap.back());
+    const Event ev = heap.back();
     heap.pop_back();
-    ev.fn();
-    heap.push_back(Event{ev.at + 1ms + Duration{i & 1023}, 0, seq++, [&ran] { ++ran; }});
+    ran += ev.kind + 1;
+    heap.push_back(Event{ev.at + 1ms + Duration{i & 1023}, 0, seq++, 0, ev.a, ev.b});
     std::push_heap(heap.begin(), heap.end(), Later{});
   }
   const double s = seconds_since(start);
@@ -150,9 +152,19 @@ double probe_timer_bench(const Sizes& z) {
   return static_cast<double>(z.probe_events) / s;
 }
 
-/// One Boost.Context fiber resume (and the switch back) per event, round-robin over `processes` fibers with
-/// the world's default stack size.
+/// The bare machinery of one fiber event, nothing else: pop the earliest entry of a binary heap of plain
+/// (time, sequence, fiber) events, resume that fiber (and switch back), push its next event. This is what the
+/// kernel cannot do without per event; kernel_vs_probe says how much the rest (messages, mailboxes, clocks,
+/// trace hashing, fault triggers) costs on top.
 double probe_fiber_bench(const Sizes& z) {
+  struct Ev {
+    std::int64_t at;
+    std::uint64_t seq;
+    std::uint32_t fiber;
+  };
+  struct Later {
+    bool operator()(const Ev& a, const Ev& b) const { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
+  };
   bool stop = false;
   std::uint64_t ran = 0;
   std::vector<bctx::fiber> fibers;
@@ -166,13 +178,24 @@ double probe_fiber_bench(const Sizes& z) {
                           return std::move(sink);
                         });
   }
-  const std::size_t n = fibers.size();
   for (auto& f : fibers) f = std::move(f).resume();  // first entry: stacks touched, as in a started world
   ran = 0;
+  std::vector<Ev> heap;
+  std::uint64_t seq = 0;
+  Rng rng(1);
+  for (std::uint32_t i = 0; i < fibers.size(); ++i) {
+    heap.push_back(Ev{static_cast<std::int64_t>(rng.below(1'000'000)), seq++, i});
+    std::push_heap(heap.begin(), heap.end(), Later{});
+  }
   const auto start = stamp();
   for (std::uint64_t i = 0; i < z.probe_events; ++i) {
-    auto& f = fibers[i % n];
+    std::pop_heap(heap.begin(), heap.end(), Later{});
+    const Ev ev = heap.back();
+    heap.pop_back();
+    auto& f = fibers[ev.fiber];
     f = std::move(f).resume();
+    heap.push_back(Ev{ev.at + 1'000'000 + static_cast<std::int64_t>(i & 1023), seq++, ev.fiber});
+    std::push_heap(heap.begin(), heap.end(), Later{});
   }
   const double s = seconds_since(start);
   stop = true;

@@ -567,7 +567,7 @@ function render(scrollTo){var started=performance.now();
   el('text',{x:tx+8,y:21.5,'class':'violation-text'},vg,txt);place(tx,6,tw,22);
   place(xa-16,ys-16,32,32);place(xb-16,ys-16,32,32);
   label(layers.labels,xa,ys+30,'epoch '+v.earlier_epoch+' ('+v.earlier_client+') ✓','wlabel ok','middle',true);
-  label(layers.labels,xb-18,ys+4,'stale: epoch '+v.later_epoch+' ('+v.later_client+') ✓','wlabel bad','end',true);}
+  label(layers.labels,xb,ys-22,'stale: epoch '+v.later_epoch+' ('+v.later_client+') ✓','wlabel bad','middle',true);}
  // pauses
  for(k=0;k<M.pauses.length;k++){var p=M.pauses[k];x0=xof(T(p[1]));x1=xof(T(p[2]));yy=laneY[p[0]];if(!vis(x0,x1))continue;
   el('rect',{x:x0,y:yy-8,width:Math.max(2,x1-x0),height:16,rx:2,'class':'pause'},B);
@@ -609,6 +609,7 @@ function render(scrollTo){var started=performance.now();
    c.setAttribute('data-write',String(w.id));
    label(Lb,x1,y1+24,'epoch '+w.epoch+' '+wt,'wlabel '+(w.accepted?'ok':'bad'),'middle',false)||label(Lb,x1,y1+24,wt,'wlabel '+(w.accepted?'ok':'bad'),'middle',false);}}
  // clocks, crashes, restarts, notes, service sets, network events
+ var lastNote={};  // lane|label -> x of its last label: a retry loop's notes get one label, not one each
  for(k=0;k<M.marks.length;k++){var mk=M.marks[k],r2=mk[1];x0=xof(T(r2));if(!vis(x0-300,x0+300))continue;
   if(mk[0]<0||mk[2]==='global'){el('line',{x1:x0,x2:x0,y1:TOP,y2:BOT,'class':'global-line'},Mk);
    hit(Mk,'M'+x0+','+TOP+'V'+(BOT),[r2]);label(Lb,x0+4,BOT-6,E[r2][4]+' '+E[r2][5],'note-label','start',false);continue;}
@@ -621,7 +622,8 @@ function render(scrollTo){var started=performance.now();
    el('path',{d:'M'+x0+','+(yy-4)+'V'+yy+'H'+(x0+3),stroke:'#0e7490','stroke-width':1.5,fill:'none'},Mk);
    label(Lb,x0+10,yy-10,'clock '+txt2,'clock-label','start',false);}
   else if(mk[2]==='fault'){el('rect',{x:x0-5,y:yy-5,width:10,height:10,fill:'#0f766e'},Mk);label(Lb,x0+8,yy-8,txt2,'note-label','start',false);}
-  else{el('line',{x1:x0,x2:x0,y1:yy-6,y2:yy+6,'class':'note-tick'},Mk);label(Lb,x0+3,yy+14,E[r2][5],'note-label','start',false);}
+  else{el('line',{x1:x0,x2:x0,y1:yy-6,y2:yy+6,'class':'note-tick'},Mk);var nk=mk[0]+'|'+E[r2][5];
+   if(!(nk in lastNote)||x0-lastNote[nk]>260){if(label(Lb,x0+3,yy+14,E[r2][5],'note-label','start',false))lastNote[nk]=x0;}}
   hit(Mk,'M'+x0+','+(yy-8)+'V'+(yy+8),[r2]);}
  for(k=0;k<M.svc.length;k++){var sr=M.svc[k];x0=xof(T(sr));if(!vis(x0-200,x0+200))continue;yy=laneY[E[sr][3]];
   el('path',{d:'M'+x0+','+(yy-6)+'L'+(x0+6)+','+yy+'L'+x0+','+(yy+6)+'L'+(x0-6)+','+yy+'Z','class':'svc-dot'},Mk);

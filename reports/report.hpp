@@ -9,12 +9,21 @@ namespace locksim {
 
 struct TextStyle {
   bool color = false;  ///< ANSI colours (terminal only)
+  int width = 0;       ///< columns the terminal timeline may use (0: 100); the CLI passes $COLUMNS
 };
 
 /// The plain-English story of every violation (empty when safe).
 std::string story(const RunOutput& run);
 /// Full text report: header, timeline of the events that matter, the story, verdict and figures.
 std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle style = {});
+/// The terminal timeline: one lane per process over true time (clients, lock servers, store), a time axis
+/// scaled to style.width, pauses, crashes, restarts, each client's lease as it believed it against the lease
+/// as the service knew it, writes accepted / rejected / stale, and a legend of the glyphs drawn. A picture a
+/// workshop can read before it reads the events.
+std::string timeline(const RunOutput& run, TextStyle style = {});
+/// One trace event in words (true time, the process's monotonic and wall clocks, what happened), one line:
+/// what `locksim run --step` prints before it waits for Enter.
+std::string describe_event(const RunOutput& run, const TraceEvent& ev, TextStyle style = {});
 /// One JSON object (see docs/report-json.md).
 std::string json_report(const RunOutput& run, const Scenario& sc);
 

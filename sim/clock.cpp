@@ -17,7 +17,8 @@ Time NodeClock::monotonic(Time t) const {
 Time NodeClock::true_time_at(Time local) const {
   if (local <= base_local_) return base_true_;
   const __int128 dl = (local - base_local_).count();
-  // dt + dt*ppm/1e6 >= dl  <=>  dt >= dl*1e6/(1e6+ppm); start from the floor and step up (exact, integer only).
+  // dt + dt*ppm/1e6 >= dl  <=>  dt >= dl*1e6/(1e6+ppm); start from the floor and step up (exact, integer
+  // only).
   __int128 dt = (dl * 1'000'000) / (1'000'000 + ppm_);
   while (dt + (dt * ppm_) / 1'000'000 < dl) ++dt;
   while (dt > 0 && (dt - 1) + ((dt - 1) * ppm_) / 1'000'000 >= dl) --dt;

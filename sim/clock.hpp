@@ -1,7 +1,7 @@
 #pragma once
 /// Node clocks: a monotonic clock and a wall clock per node, both derived from true time.
-/// Drift is in parts per million and applies to both; jumps move only the wall clock (a monotonic clock never goes
-/// back, exactly as CLOCK_MONOTONIC vs CLOCK_REALTIME on Linux).
+/// Drift is in parts per million and applies to both; jumps move only the wall clock (a monotonic clock never
+/// goes back, exactly as CLOCK_MONOTONIC vs CLOCK_REALTIME on Linux).
 #include <cstdint>
 
 #include "sim/time.hpp"
@@ -9,7 +9,7 @@
 namespace locksim {
 
 struct ClockOptions {
-  Duration offset{0};        ///< wall clock minus true time at start
+  Duration offset{0};          ///< wall clock minus true time at start
   std::int64_t drift_ppm = 0;  ///< +100 = runs 100 µs per second fast; limited to [-500000, 500000]
 };
 
@@ -28,10 +28,15 @@ class NodeClock {
   Time true_time_at(Time local) const;
 
   /// Wall clock jumps by `by` (forward if positive) at true time t.
-  void jump(Time t, Duration by) { (void)t; wall_offset_ += by; }
+  void jump(Time t, Duration by) {
+    (void)t;
+    wall_offset_ += by;
+  }
   /// The drift changes at true time t; the clock is continuous across the change.
   void set_drift(Time t, std::int64_t ppm);
   std::int64_t drift_ppm() const { return ppm_; }
+  /// Wall clock minus monotonic clock.
+  Duration wall_offset() const { return wall_offset_; }
 
  private:
   Time base_true_{0};

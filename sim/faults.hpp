@@ -1,6 +1,6 @@
 #pragma once
-/// Fault plans: timed faults and faults triggered by a trace event ("pause client1 for 15 s right after it logs
-/// `acquired`"), so a scenario tells the same story whatever the protocol's latency.
+/// Fault plans: timed faults and faults triggered by a trace event ("pause client1 for 15 s right after it
+/// logs `acquired`"), so a scenario tells the same story whatever the protocol's latency.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,14 +32,15 @@ struct Trigger {
 
 struct Fault {
   enum class Kind : std::uint8_t {
-    pause,          ///< target stops for `duration` (a GC pause, SIGSTOP)
-    crash,          ///< target crashes; restarts after `duration` if > 0. `power_loss` drops unsynced storage
-    restart,        ///< a crashed target starts again
-    clock_jump,     ///< target's wall clock jumps by `duration` (negative = back)
-    clock_drift,    ///< target's clock drift becomes `ppm`
-    partition,      ///< links between `side_a` and `side_b` cut (only a→b if `one_way`); heals after `duration` if > 0
-    heal,           ///< all partitions heal
-    delay_spike,    ///< messages from `target` (any if invalid) to `peer` (any if invalid) get `extra` delay
+    pause,        ///< target stops for `duration` (a GC pause, SIGSTOP)
+    crash,        ///< target crashes; restarts after `duration` if > 0. `power_loss` drops unsynced storage
+    restart,      ///< a crashed target starts again
+    clock_jump,   ///< target's wall clock jumps by `duration` (negative = back)
+    clock_drift,  ///< target's clock drift becomes `ppm`
+    partition,  ///< links between `side_a` and `side_b` cut (only a→b if `one_way`); heals after `duration`
+                ///< if > 0
+    heal,       ///< all partitions heal
+    delay_spike,  ///< messages from `target` (any if invalid) to `peer` (any if invalid) get `extra` delay
   };
   Kind kind = Kind::pause;
   Trigger when;

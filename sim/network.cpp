@@ -4,10 +4,14 @@ namespace locksim {
 
 Duration DelayDist::sample(Rng& rng) const {
   switch (kind) {
-    case Kind::constant: return min;
-    case Kind::uniform: return rng.uniform(min, max);
-    case Kind::exponential: return min + rng.exponential(mean, max - min);
-    case Kind::long_tail: return min + rng.pareto(mean, alpha, max - min);
+    case Kind::constant:
+      return min;
+    case Kind::uniform:
+      return rng.uniform(min, max);
+    case Kind::exponential:
+      return min + rng.exponential(mean, max - min);
+    case Kind::long_tail:
+      return min + rng.pareto(mean, alpha, max - min);
   }
   return min;
 }
@@ -52,8 +56,8 @@ Fate Network::decide(ProcId from, ProcId to, Time now) {
     if (l.reorder_ppm != 0 && rng_.chance(l.reorder_ppm, 1'000'000)) d += rng_.uniform(0ns, l.reorder_extra);
     return d;
   };
-  fate.deliveries.push_back(one());
-  if (l.duplicate_ppm != 0 && rng_.chance(l.duplicate_ppm, 1'000'000)) fate.deliveries.push_back(one());
+  fate.delays[fate.copies++] = one();
+  if (l.duplicate_ppm != 0 && rng_.chance(l.duplicate_ppm, 1'000'000)) fate.delays[fate.copies++] = one();
   return fate;
 }
 

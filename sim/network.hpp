@@ -1,6 +1,6 @@
 #pragma once
-/// The network model: per-message delay from a distribution, loss, duplication, reordering, partitions (one-way
-/// too) and per-link overrides. It only decides a message's fate; the world schedules the delivery.
+/// The network model: per-message delay from a distribution, loss, duplication, reordering, partitions
+/// (one-way too) and per-link overrides. It only decides a message's fate; the world schedules the delivery.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -17,8 +17,8 @@ namespace locksim {
 struct DelayDist {
   enum class Kind : std::uint8_t { constant, uniform, exponential, long_tail };
   Kind kind = Kind::constant;
-  Duration min{1ms};  ///< constant value, or lower bound
-  Duration max{1ms};  ///< upper bound (uniform), cap (exponential, long tail)
+  Duration min{1ms};   ///< constant value, or lower bound
+  Duration max{1ms};   ///< upper bound (uniform), cap (exponential, long tail)
   Duration mean{1ms};  ///< exponential mean / long-tail scale
   double alpha = 1.5;  ///< long-tail (Pareto) shape
 
@@ -44,8 +44,9 @@ struct NetworkOptions {
 /// The fate of one message, decided when it is sent.
 struct Fate {
   bool lost = false;
-  std::vector<Duration> deliveries;  ///< one delay per copy (duplication gives two)
-  const char* why = nullptr;         ///< reason when lost
+  std::uint32_t copies = 0;   ///< 1, or 2 when duplicated
+  Duration delays[2]{};       ///< one delay per copy (no allocation per message)
+  const char* why = nullptr;  ///< reason when lost
 };
 
 class Network {

@@ -4,7 +4,9 @@
 
 namespace locksim {
 namespace {
-constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+constexpr std::uint64_t rotl(std::uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 std::int64_t clamp_ns(long double v, Duration cap) {
   if (!(v >= 0)) return 0;
   if (v >= static_cast<long double>(cap.count())) return cap.count();
@@ -17,7 +19,9 @@ Rng::Rng(std::uint64_t seed) : seed_(seed) {
   for (auto& w : s_) w = sm.next();
 }
 
-Rng Rng::stream(std::string_view name) const { return stream(stable_hash(name)); }
+Rng Rng::stream(std::string_view name) const {
+  return stream(stable_hash(name));
+}
 
 Rng Rng::stream(std::uint64_t id) const {
   SplitMix64 sm(seed_ ^ rotl(id, 17) ^ 0x6a09e667f3bcc909ULL);
@@ -58,7 +62,9 @@ std::int64_t Rng::between(std::int64_t lo, std::int64_t hi) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + below(span + 1));
 }
 
-Duration Rng::uniform(Duration lo, Duration hi) { return Duration{between(lo.count(), hi.count())}; }
+Duration Rng::uniform(Duration lo, Duration hi) {
+  return Duration{between(lo.count(), hi.count())};
+}
 
 bool Rng::chance(std::uint64_t num, std::uint64_t den) {
   if (den == 0 || num == 0) return false;
@@ -66,7 +72,9 @@ bool Rng::chance(std::uint64_t num, std::uint64_t den) {
   return below(den) < num;
 }
 
-double Rng::unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double Rng::unit() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 Duration Rng::exponential(Duration mean, Duration cap) {
   const double u = unit();  // [0,1): 1-u in (0,1], log finite

@@ -1,6 +1,7 @@
 #pragma once
-/// Seeded randomness. One seed per world; SplitMix64 derives an independent xoshiro256++ stream per component.
-/// Every distribution is our own: std:: distributions differ between standard libraries and would break replay.
+/// Seeded randomness. One seed per world; SplitMix64 derives an independent xoshiro256++ stream per
+/// component. Every distribution is our own: std:: distributions differ between standard libraries and would
+/// break replay.
 #include <array>
 #include <cstdint>
 #include <string_view>

@@ -21,16 +21,20 @@ std::optional<std::string> Storage::get(const std::string& key) const {
 std::map<std::string, std::string> Storage::snapshot() const {
   auto out = durable_;
   for (const auto& [k, v] : pending_) {
-    if (v) out[k] = *v;
-    else out.erase(k);
+    if (v)
+      out[k] = *v;
+    else
+      out.erase(k);
   }
   return out;
 }
 
 void Storage::fsync() {
   for (auto& [k, v] : pending_) {
-    if (v) durable_[k] = std::move(*v);
-    else durable_.erase(k);
+    if (v)
+      durable_[k] = std::move(*v);
+    else
+      durable_.erase(k);
   }
   pending_.clear();
 }

@@ -1,6 +1,7 @@
 #pragma once
 /// A process's persistent storage: what it wrote goes to the OS first and reaches the disk on fsync.
-/// A process crash (kill -9) keeps what reached the OS; a machine crash (power loss) keeps only what was fsynced.
+/// A process crash (kill -9) keeps what reached the OS; a machine crash (power loss) keeps only what was
+/// fsynced.
 #include <map>
 #include <optional>
 #include <string>

@@ -1,5 +1,6 @@
 #pragma once
-/// Simulated time: integer nanoseconds everywhere. Nothing in sim/, protocols/ or scenarios/ reads a real clock.
+/// Simulated time: integer nanoseconds everywhere. Nothing in sim/, protocols/ or scenarios/ reads a real
+/// clock.
 #include <chrono>
 #include <cstdint>
 #include <limits>

@@ -1,6 +1,7 @@
 #pragma once
 /// The trace: every kernel event with true time and node time, and a 64-bit hash over its canonical form.
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,15 +41,15 @@ enum class TraceKind : std::uint8_t {
 std::string_view to_string(TraceKind k);
 
 struct TraceEvent {
-  Time time{};          ///< true simulated time
-  Time node_time{};     ///< the process's own monotonic clock at that moment (0 when not applicable)
-  Time wall_time{};     ///< the process's wall clock at that moment
+  Time time{};       ///< true simulated time
+  Time node_time{};  ///< the process's own monotonic clock at that moment (0 when not applicable)
+  Time wall_time{};  ///< the process's wall clock at that moment
   TraceKind kind{};
-  ProcId proc{};        ///< the process it happened to
-  ProcId peer{};        ///< the other side (sender/receiver), if any
+  ProcId proc{};          ///< the process it happened to
+  ProcId peer{};          ///< the other side (sender/receiver), if any
   std::uint64_t msg = 0;  ///< message id, if any
-  std::string label;    ///< short name: message type, note label, fault kind
-  std::string detail;   ///< free text, canonical (no pointers, no unordered iteration)
+  std::string label;      ///< short name: message type, note label, fault kind
+  std::string detail;     ///< free text, canonical (no pointers, no unordered iteration)
 };
 
 /// Records events and hashes them incrementally. Keeping the events is optional (hash-only mode for speed).
@@ -60,6 +61,9 @@ class Trace {
   ~Trace();
 
   void record(TraceEvent ev);
+  /// Same as record(), without building a TraceEvent unless events are kept (the hot path).
+  void record(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
+              std::uint64_t msg, std::string_view label, std::string_view detail);
   std::uint64_t hash() const;
   std::uint64_t count() const { return count_; }
   const std::vector<TraceEvent>& events() const { return events_; }
@@ -72,6 +76,10 @@ class Trace {
   bool keep_;
   std::uint64_t count_ = 0;
   void* state_;  // XXH3 streaming state (opaque here to keep xxhash.h out of headers)
+  /// Canonical bytes not yet fed to the hash: one XXH3 update per 16 KiB instead of one per event (the same
+  /// byte stream, so the same hash).
+  mutable std::vector<unsigned char> pending_;
+  void flush() const;
   std::vector<TraceEvent> events_;
 };
 

@@ -22,27 +22,42 @@ namespace locksim {
 
 std::string_view to_string(StopReason r) {
   switch (r) {
-    case StopReason::idle: return "idle";
-    case StopReason::done: return "done";
-    case StopReason::until: return "until";
-    case StopReason::stopped: return "stopped";
-    case StopReason::time_limit: return "time limit";
-    case StopReason::event_limit: return "event limit";
-    case StopReason::mailbox_limit: return "mailbox limit";
+    case StopReason::idle:
+      return "idle";
+    case StopReason::done:
+      return "done";
+    case StopReason::until:
+      return "until";
+    case StopReason::stopped:
+      return "stopped";
+    case StopReason::time_limit:
+      return "time limit";
+    case StopReason::event_limit:
+      return "event limit";
+    case StopReason::mailbox_limit:
+      return "mailbox limit";
   }
   return "?";
 }
 
 std::string_view to_string(Fault::Kind k) {
   switch (k) {
-    case Fault::Kind::pause: return "pause";
-    case Fault::Kind::crash: return "crash";
-    case Fault::Kind::restart: return "restart";
-    case Fault::Kind::clock_jump: return "clock_jump";
-    case Fault::Kind::clock_drift: return "clock_drift";
-    case Fault::Kind::partition: return "partition";
-    case Fault::Kind::heal: return "heal";
-    case Fault::Kind::delay_spike: return "delay_spike";
+    case Fault::Kind::pause:
+      return "pause";
+    case Fault::Kind::crash:
+      return "crash";
+    case Fault::Kind::restart:
+      return "restart";
+    case Fault::Kind::clock_jump:
+      return "clock_jump";
+    case Fault::Kind::clock_drift:
+      return "clock_drift";
+    case Fault::Kind::partition:
+      return "partition";
+    case Fault::Kind::heal:
+      return "heal";
+    case Fault::Kind::delay_spike:
+      return "delay_spike";
   }
   return "?";
 }
@@ -61,16 +76,16 @@ class Process {
   std::deque<Message> mailbox;
 
   // Waiting.
-  std::uint64_t wait_gen = 0;     // bumped at every block; wake events carry it
+  std::uint64_t wait_gen = 0;  // bumped at every block; wake events carry it
   bool waiting_receive = false;
   const std::function<bool(const Message&)>* filter = nullptr;
-  bool pending_wake = false;      // a wake came while paused
+  bool pending_wake = false;  // a wake came while paused
   std::uint64_t pending_gen = 0;
 
   // Pause.
   bool paused = false;
   std::uint64_t pause_gen = 0;
-  Time pause_until{0};          // when the current pause ends (kTimeMax: until an explicit resume)
+  Time pause_until{0};           // when the current pause ends (kTimeMax: until an explicit resume)
   bool restart_pending = false;  // crashed with a planned restart: still counts as live
 
   // Fiber.
@@ -83,8 +98,8 @@ class Process {
 
   std::unique_ptr<Context> context;
   std::uint64_t fsync_gen = 0;
-  bool pending_start = false;   // start (or restart) came while paused
-  std::exception_ptr error;     // an exception that escaped the body, rethrown in scheduler context
+  bool pending_start = false;  // start (or restart) came while paused
+  std::exception_ptr error;    // an exception that escaped the body, rethrown in scheduler context
 };
 
 namespace {
@@ -107,14 +122,30 @@ struct RecordingStack {
 
 // ---------------------------------------------------------------- Context
 
-ProcId Context::self() const { return proc_.id; }
-const std::string& Context::name() const { return proc_.name; }
-Time Context::now() const { return proc_.clock.monotonic(world_.now_); }
-Time Context::wall() const { return proc_.clock.wall(world_.now_); }
-Rng& Context::rng() { return proc_.rng; }
-Storage& Context::storage() { return proc_.storage; }
-std::uint32_t Context::incarnation() const { return proc_.incarnation; }
-ProcId Context::lookup(std::string_view name) const { return world_.find(name); }
+ProcId Context::self() const {
+  return proc_.id;
+}
+const std::string& Context::name() const {
+  return proc_.name;
+}
+Time Context::now() const {
+  return proc_.clock.monotonic(world_.now_);
+}
+Time Context::wall() const {
+  return proc_.clock.wall(world_.now_);
+}
+Rng& Context::rng() {
+  return proc_.rng;
+}
+Storage& Context::storage() {
+  return proc_.storage;
+}
+std::uint32_t Context::incarnation() const {
+  return proc_.incarnation;
+}
+ProcId Context::lookup(std::string_view name) const {
+  return world_.find(name);
+}
 
 void Context::sleep(Duration d) {
   if (d < 0ns) d = 0ns;
@@ -123,7 +154,7 @@ void Context::sleep(Duration d) {
   Process& p = proc_;
   const std::uint64_t gen = ++p.wait_gen;
   World& w = world_;
-  w.push(std::max(deadline, w.now_), [&w, &p, gen] { w.wake(p, gen); });
+  w.push_event(std::max(deadline, w.now_), World::EvKind::wake, p.id.value, gen);
   w.block(p);
 }
 
@@ -141,11 +172,10 @@ std::uint64_t Context::send(ProcId to, Message m) {
     w.record(TraceKind::drop, to, proc_.id, id, m.type, fate.why);
   } else {
     const std::uint32_t inc = w.procs_[to.value]->incarnation;
-    for (std::size_t i = 0; i < fate.deliveries.size(); ++i) {
+    for (std::uint32_t i = 0; i < fate.copies; ++i) {
       if (i > 0) w.record(TraceKind::duplicate, to, proc_.id, id, m.type);
-      Message copy = (i + 1 == fate.deliveries.size()) ? std::move(m) : m;
-      w.push(w.now_ + fate.deliveries[i],
-             [&w, msg = std::move(copy), inc]() mutable { w.deliver(std::move(msg), inc); });
+      const std::uint32_t slot = w.messages_.put((i + 1 == fate.copies) ? std::move(m) : Message(m));
+      w.push_event(w.now_ + fate.delays[i], World::EvKind::deliver, slot, inc);
     }
   }
   if (proc_.paused) w.pause_here(proc_);  // a fault fired by this send paused us: stop right here
@@ -180,7 +210,7 @@ std::optional<Message> Context::receive(Duration timeout, const std::function<bo
     const std::uint64_t gen = ++p.wait_gen;
     p.waiting_receive = true;
     p.filter = &filter;
-    if (deadline != kTimeMax) w.push(deadline, [&w, &p, gen] { w.wake(p, gen); });
+    if (deadline != kTimeMax) w.push_event(deadline, World::EvKind::wake, p.id.value, gen);
     w.block(p);
     p.waiting_receive = false;
     p.filter = nullptr;
@@ -214,29 +244,48 @@ World::~World() {
   for (auto& p : procs_) kill_fiber(*p);
 }
 
-void World::push(Time at, std::function<void()> fn) {
+void World::push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b) {
   const std::uint64_t tie = opts_.shuffle_ties ? tie_rng_.next() : 0;
-  queue_.push_back(Event{at, tie, seq_++, std::move(fn)});
+  queue_.push_back(Event{at, tie, seq_++, kind, a, b});
   std::push_heap(queue_.begin(), queue_.end(), Later{});
 }
 
-void World::schedule(Time at, std::function<void()> fn) { push(std::max(at, now_), std::move(fn)); }
+void World::push(Time at, std::function<void()> fn) {
+  push_event(at, EvKind::callback, callbacks_.put(std::move(fn)), 0);
+}
 
-void World::record(TraceKind k, ProcId p, ProcId peer, std::uint64_t msg, std::string label, std::string detail) {
-  TraceEvent ev;
-  ev.time = now_;
+void World::dispatch(const Event& ev) {
+  switch (ev.kind) {
+    case EvKind::wake:
+      wake(*procs_[ev.a], ev.b);
+      break;
+    case EvKind::deliver:
+      deliver(messages_.take(ev.a), static_cast<std::uint32_t>(ev.b));
+      break;
+    case EvKind::start:
+      start_fiber(*procs_[ev.a]);
+      break;
+    case EvKind::callback: {
+      std::function<void()> fn = callbacks_.take(ev.a);
+      fn();
+      break;
+    }
+  }
+}
+
+void World::schedule(Time at, std::function<void()> fn) {
+  push(std::max(at, now_), std::move(fn));
+}
+
+void World::record(TraceKind k, ProcId p, ProcId peer, std::uint64_t msg, std::string_view label,
+                   std::string_view detail) {
+  Time node_time{0}, wall_time{0};
   if (p.valid()) {
     const Process& pr = *procs_[p.value];
-    ev.node_time = pr.clock.monotonic(now_);
-    ev.wall_time = pr.clock.wall(now_);
+    node_time = pr.clock.monotonic(now_);
+    wall_time = node_time + pr.clock.wall_offset();
   }
-  ev.kind = k;
-  ev.proc = p;
-  ev.peer = peer;
-  ev.msg = msg;
-  ev.label = std::move(label);
-  ev.detail = std::move(detail);
-  trace_.record(std::move(ev));
+  trace_.record(now_, node_time, wall_time, k, p, peer, msg, label, detail);
 }
 
 ProcId World::spawn(std::string name, Body body, ProcessOptions opts) {
@@ -257,7 +306,7 @@ ProcId World::spawn(std::string name, Body body, ProcessOptions opts) {
   ref.context = std::make_unique<Context>(*this, ref);
   procs_.push_back(std::move(p));
   if (!opts.daemon) ++live_;
-  push(now_, [this, &ref] { start_fiber(ref); });
+  push_event(now_, EvKind::start, ref.id.value, 0);
   arm_fsync(ref);
   return ref.id;
 }
@@ -282,7 +331,8 @@ void World::start_fiber(Process& p) {
   p.state = ProcState::running;
   p.killed = false;
   p.wait_gen++;
-  record(TraceKind::start, p.id, {}, 0, {}, p.incarnation ? fmt::format("incarnation={}", p.incarnation) : "");
+  record(TraceKind::start, p.id, {}, 0, {},
+         p.incarnation ? fmt::format("incarnation={}", p.incarnation) : "");
   std::size_t stack = p.opts.stack_size ? p.opts.stack_size : opts_.stack_size;
   p.fiber = ctx::fiber(std::allocator_arg, RecordingStack{ctx::fixedsize_stack(stack), &p},
                        [this, &p](ctx::fiber&& sink) {
@@ -410,11 +460,11 @@ void World::resume(ProcId id) {
   // Everything that came due during the pause (timers, wanted messages) was turned into one pending wake.
   if (p.pending_start) {
     p.pending_start = false;
-    push(now_, [this, &p] { start_fiber(p); });
+    push_event(now_, EvKind::start, p.id.value, 0);
   } else if (p.pending_wake) {
     p.pending_wake = false;
     const std::uint64_t gen = p.pending_gen;
-    push(now_, [this, &p, gen] { wake(p, gen); });
+    push_event(now_, EvKind::wake, p.id.value, gen);
   }
 }
 
@@ -525,7 +575,9 @@ void World::fire(const Fault& f) {
   record(TraceKind::fault, f.target, f.peer, 0, std::string(to_string(f.kind)),
          f.duration != 0ns ? fmt::format("duration={}", format_time(f.duration)) : "");
   switch (f.kind) {
-    case Fault::Kind::pause: pause(f.target, f.duration > 0ns ? f.duration : kForever); break;
+    case Fault::Kind::pause:
+      pause(f.target, f.duration > 0ns ? f.duration : kForever);
+      break;
     case Fault::Kind::crash:
       crash(f.target, f.power_loss);
       if (f.duration > 0ns) {
@@ -539,14 +591,22 @@ void World::fire(const Fault& f) {
         push(now_ + f.duration, [this, t] { restart(t); });
       }
       break;
-    case Fault::Kind::restart: restart(f.target); break;
-    case Fault::Kind::clock_jump: clock_jump(f.target, f.duration); break;
-    case Fault::Kind::clock_drift: clock_drift(f.target, f.ppm); break;
+    case Fault::Kind::restart:
+      restart(f.target);
+      break;
+    case Fault::Kind::clock_jump:
+      clock_jump(f.target, f.duration);
+      break;
+    case Fault::Kind::clock_drift:
+      clock_drift(f.target, f.ppm);
+      break;
     case Fault::Kind::partition:
       partition(f.side_a, f.side_b, f.one_way);
       if (f.duration > 0ns) push(now_ + f.duration, [this] { heal(); });
       break;
-    case Fault::Kind::heal: heal(); break;
+    case Fault::Kind::heal:
+      heal();
+      break;
     case Fault::Kind::delay_spike:
       network_.add_spike(f.target, f.peer, f.extra, f.duration > 0ns ? now_ + f.duration : kTimeMax, f.count);
       break;
@@ -558,11 +618,11 @@ void World::fire(const Fault& f) {
 bool World::step() {
   if (queue_.empty()) return false;
   std::pop_heap(queue_.begin(), queue_.end(), Later{});
-  Event ev = std::move(queue_.back());
+  const Event ev = queue_.back();
   queue_.pop_back();
   now_ = ev.at;
   ++events_;
-  ev.fn();
+  dispatch(ev);
   return true;
 }
 
@@ -611,7 +671,9 @@ RunResult World::run_until(Time until) {
   return r;
 }
 
-RunResult World::run() { return run_until(kTimeMax); }
+RunResult World::run() {
+  return run_until(kTimeMax);
+}
 
 // ---------------------------------------------------------------- lookups
 
@@ -625,11 +687,23 @@ ProcId World::find(std::string_view n) const {
   return it == names_.end() ? ProcId{} : it->second;
 }
 
-ProcState World::state(ProcId p) const { return procs_[p.value]->state; }
-bool World::paused(ProcId p) const { return procs_[p.value]->paused; }
-NodeClock& World::clock(ProcId p) { return procs_[p.value]->clock; }
-Storage& World::storage(ProcId p) { return procs_[p.value]->storage; }
-Time World::monotonic(ProcId p) const { return procs_[p.value]->clock.monotonic(now_); }
-Time World::wall(ProcId p) const { return procs_[p.value]->clock.wall(now_); }
+ProcState World::state(ProcId p) const {
+  return procs_[p.value]->state;
+}
+bool World::paused(ProcId p) const {
+  return procs_[p.value]->paused;
+}
+NodeClock& World::clock(ProcId p) {
+  return procs_[p.value]->clock;
+}
+Storage& World::storage(ProcId p) {
+  return procs_[p.value]->storage;
+}
+Time World::monotonic(ProcId p) const {
+  return procs_[p.value]->clock.monotonic(now_);
+}
+Time World::wall(ProcId p) const {
+  return procs_[p.value]->clock.wall(now_);
+}
 
 }  // namespace locksim

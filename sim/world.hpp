@@ -26,15 +26,17 @@ class Process;
 
 /// A message between processes. `type` names it in the trace; `body` carries any copyable value.
 struct Message {
-  std::uint64_t id = 0;         ///< unique per send, set by the world
-  std::uint64_t reply_to = 0;   ///< for a reply: the id of the request it answers
+  std::uint64_t id = 0;        ///< unique per send, set by the world
+  std::uint64_t reply_to = 0;  ///< for a reply: the id of the request it answers
   ProcId from{}, to{};
   std::string type;
   std::any body;
   std::string detail;  ///< optional human-readable summary for the trace (canonical text only)
 
   template <class T>
-  const T* as() const { return std::any_cast<T>(&body); }
+  const T* as() const {
+    return std::any_cast<T>(&body);
+  }
 
   /// A message of `type` carrying `body`.
   template <class T>
@@ -68,7 +70,8 @@ class Context {
   std::uint64_t send(ProcId to, Message m);
   /// Reply to a request (sets reply_to and the destination).
   std::uint64_t reply(const Message& request, Message m);
-  /// Next message (in arrival order) for which `filter` is true, or nothing after `timeout` on this node's clock.
+  /// Next message (in arrival order) for which `filter` is true, or nothing after `timeout` on this node's
+  /// clock.
   std::optional<Message> receive(Duration timeout = kForever,
                                  const std::function<bool(const Message&)>& filter = {});
   /// Send a request and wait for its reply (other messages stay in the mailbox).
@@ -95,7 +98,8 @@ struct ProcessOptions {
   ClockOptions clock;
   FsyncPolicy fsync = FsyncPolicy::never;
   Duration fsync_period{1s};
-  /// A daemon (a server) does not keep the world running: a run is done when every non-daemon process has ended.
+  /// A daemon (a server) does not keep the world running: a run is done when every non-daemon process has
+  /// ended.
   bool daemon = false;
   std::size_t stack_size = 0;  ///< 0 = the world's default
 };
@@ -119,12 +123,12 @@ struct WorldOptions {
 };
 
 enum class StopReason : std::uint8_t {
-  idle,        ///< no events left
-  done,        ///< every non-daemon process ended
-  until,       ///< run_until reached its time
-  stopped,     ///< World::stop() was called
-  time_limit,  ///< limits.max_time reached
-  event_limit, ///< limits.max_events reached
+  idle,           ///< no events left
+  done,           ///< every non-daemon process ended
+  until,          ///< run_until reached its time
+  stopped,        ///< World::stop() was called
+  time_limit,     ///< limits.max_time reached
+  event_limit,    ///< limits.max_events reached
   mailbox_limit,  ///< a mailbox exceeded limits.max_mailbox
 };
 std::string_view to_string(StopReason r);
@@ -197,7 +201,8 @@ class World {
   void add_fault(Fault f);
   const std::vector<Fault>& faults() const { return faults_; }
 
-  /// Observe notes logged by processes (ground-truth recorders use this). Runs synchronously inside the fiber.
+  /// Observe notes logged by processes (ground-truth recorders use this). Runs synchronously inside the
+  /// fiber.
   void on_note(std::function<void(ProcId, std::string_view label, std::string_view detail)> fn) {
     note_observers_.push_back(std::move(fn));
   }
@@ -209,20 +214,47 @@ class World {
  private:
   friend class Context;
   friend class Process;
+  /// A queue entry: plain data, 40 bytes, so the heap moves cheap words (no std::function per event).
+  enum class EvKind : std::uint32_t { wake, deliver, callback, start };
   struct Event {
     Time at;
     std::uint64_t tie;
     std::uint64_t seq;
-    std::function<void()> fn;
+    EvKind kind;
+    std::uint32_t a;  ///< wake/start: process; deliver: message slot; callback: callback slot
+    std::uint64_t b;  ///< wake: wait generation; deliver: receiver incarnation
   };
   struct Later {
-    bool operator()(const Event& a, const Event& b) const {
-      if (a.at != b.at) return a.at > b.at;
-      if (a.tie != b.tie) return a.tie > b.tie;
-      return a.seq > b.seq;
+    bool operator()(const Event& x, const Event& y) const {
+      if (x.at != y.at) return x.at > y.at;
+      if (x.tie != y.tie) return x.tie > y.tie;
+      return x.seq > y.seq;
+    }
+  };
+  /// A slab with a free list: stable slot numbers for messages and callbacks waiting in the queue.
+  template <class T>
+  struct Slab {
+    std::vector<T> items;
+    std::vector<std::uint32_t> free;
+    std::uint32_t put(T v) {
+      if (!free.empty()) {
+        const std::uint32_t i = free.back();
+        free.pop_back();
+        items[i] = std::move(v);
+        return i;
+      }
+      items.push_back(std::move(v));
+      return static_cast<std::uint32_t>(items.size() - 1);
+    }
+    T take(std::uint32_t i) {
+      T v = std::move(items[i]);
+      free.push_back(i);
+      return v;
     }
   };
 
+  void push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b);
+  void dispatch(const Event& ev);
   void push(Time at, std::function<void()> fn);
   void start_fiber(Process& p);
   void switch_to(Process& p);
@@ -230,8 +262,8 @@ class World {
   void block(Process& p);       // called inside p's fiber
   void pause_here(Process& p);  // inside p's fiber: p was just paused; stop until it resumes
   void deliver(Message m, std::uint32_t incarnation);
-  void record(TraceKind k, ProcId p, ProcId peer = {}, std::uint64_t msg = 0, std::string label = {},
-              std::string detail = {});
+  void record(TraceKind k, ProcId p, ProcId peer = {}, std::uint64_t msg = 0, std::string_view label = {},
+              std::string_view detail = {});
   void fire(const Fault& f);
   void check_triggers(Trigger::Kind kind, ProcId p, std::string_view label);
   void process_ended(Process& p);
@@ -244,6 +276,8 @@ class World {
   Trace trace_;
   Network network_;
   std::vector<Event> queue_;
+  Slab<Message> messages_;
+  Slab<std::function<void()>> callbacks_;
   std::uint64_t seq_ = 0;
   Time now_{0};
   std::uint64_t events_ = 0;

@@ -1,9 +1,11 @@
 // The locksim command line. Exit codes: 0 as expected / safe, 1 violation or expectation not met, 2 input error.
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +58,47 @@ std::vector<std::string> protocols_for(const Scenario& sc, const std::vector<std
 
 bool use_color(bool no_color) {
   return !no_color && isatty(fileno(stdout)) && std::getenv("NO_COLOR") == nullptr;
+}
+
+/// Columns for the terminal timeline: $COLUMNS, else the terminal's width, else 0 (the report's default, 100).
+int term_width() {
+  if (const char* c = std::getenv("COLUMNS")) {
+    const int n = std::atoi(c);
+    if (n > 0) return std::clamp(n, 60, 400);
+  }
+  winsize ws{};
+  if (isatty(fileno(stdout)) && ioctl(fileno(stdout), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return std::clamp(static_cast<int>(ws.ws_col), 60, 400);
+  return 0;
+}
+
+TextStyle text_style(bool no_color, bool to_file = false) {
+  return TextStyle{!to_file && use_color(no_color), to_file ? 0 : term_width()};
+}
+
+/// `run --step`: one trace event at a time, each followed by a wait for Enter on stdin ('q' + Enter quits; at
+/// the end of stdin the rest runs without waiting). Returns false when the user quit.
+bool step_through(const RunOutput& r, const Scenario& sc, TextStyle style) {
+  fmt::print("{} with {}: {} events. Enter = next event, q + Enter = quit.\n\n", sc.name, r.protocol,
+             r.trace.size());
+  bool wait = true;
+  for (std::size_t i = 0; i < r.trace.size(); ++i) {
+    fmt::print("[{:>{}}/{}] {}\n", i + 1, std::to_string(r.trace.size()).size(), r.trace.size(),
+               describe_event(r, r.trace[i], style));
+    if (!wait || i + 1 == r.trace.size()) continue;
+    std::fflush(stdout);
+    std::string line;
+    if (!std::getline(std::cin, line)) {
+      wait = false;  // no more input: run to the end
+      continue;
+    }
+    if (line == "q" || line == "Q") {
+      fmt::print("stopped after event {} of {}.\n", i + 1, r.trace.size());
+      return false;
+    }
+  }
+  fmt::print("\n");
+  return true;
 }
 
 void emit(const std::string& text, const std::string& out_file) {
@@ -116,28 +159,45 @@ int cmd_list() {
 }
 
 int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in, std::optional<std::uint64_t> seed,
-            const std::string& report, const std::string& out_file, bool no_color, bool trace) {
+            const std::string& report, const std::string& out_file, bool no_color, bool trace, bool step) {
   Scenario sc = load_scenario(scenario);
   auto ps = protocols_for(sc, ps_in);
   validate_protocols(ps);
+  if (report == "html" && ps.size() > 1)
+    input_error(fmt::format("--report html draws one run; choose one protocol with -p (this scenario runs {})",
+                            fmt::join(ps, ", ")));
   bool any_unsafe = false;
   std::string text;
   std::vector<std::string> jsons;
+  std::vector<JUnitCase> cases;
   for (const auto& p : ps) {
     RunOptions ro;
     ro.seed = seed;
+    const auto t0 = std::chrono::steady_clock::now();  // wall time for JUnit only; never enters a run
     RunOutput r = run_scenario(sc, p, ro);
     any_unsafe |= !r.check.safe;
-    if (report == "json") {
+    if (step && !step_through(r, sc, text_style(no_color))) return r.check.safe ? kOk : kFail;
+    if (report == "html") {
+      text = html_report(r, sc);
+    } else if (report == "junit") {
+      auto exp = sc.expect.find(p);
+      JUnitCase jc{sc.name, p, exp == sc.expect.end() ? "" : std::string(to_string(exp->second)),
+                   std::string(to_string(r.verdict())),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ""};
+      if (!r.check.safe)
+        jc.message = story(r) + fmt::format("replay: locksim run {} -p {} --seed {}", scenario, p, r.seed);
+      cases.push_back(std::move(jc));
+    } else if (report == "json") {
       jsons.push_back(json_report(r, sc));
     } else {
       if (!text.empty()) text += "\n" + std::string(78, '-') + "\n\n";
-      text += text_report(r, sc, TextStyle{out_file.empty() && use_color(no_color)});
+      text += text_report(r, sc, text_style(no_color, !out_file.empty()));
       if (trace)
         for (const auto& ev : r.trace)
           text += Trace::format(ev, r.name_of(ev.proc), r.name_of(ev.peer)) + "\n";
     }
   }
+  if (report == "junit") text = junit_report(cases);
   if (report == "json") {
     if (jsons.size() == 1) text = jsons[0];
     else {
@@ -202,8 +262,9 @@ int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<s
   return mismatches ? kFail : kOk;
 }
 
-int cmd_check(const std::vector<std::string>& paths) {
+int cmd_check(const std::vector<std::string>& paths, const std::string& junit_file) {
   int passed = 0, failed = 0;
+  std::vector<JUnitCase> cases;
   for (const auto& s : scenario_inputs(paths)) {
     Scenario sc = load_scenario(s);
     if (sc.expect.empty()) {
@@ -211,27 +272,35 @@ int cmd_check(const std::vector<std::string>& paths) {
       continue;
     }
     for (const auto& [p, v] : sc.expect) {
+      const auto t0 = std::chrono::steady_clock::now();  // wall time for JUnit only; never enters a run
       Cell c = run_cell(sc, p);
       (c.ok() ? passed : failed)++;
+      JUnitCase jc{sc.name, p, std::string(to_string(v)), std::string(to_string(c.got)),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ""};
+      if (!c.ok())
+        jc.message = fmt::format("expected {}, got {}; replay: locksim run {} -p {}", to_string(v),
+                                 to_string(c.got), s, p);
+      cases.push_back(std::move(jc));
       fmt::print("{}  {} × {}: {} (expected {})\n", c.ok() ? "PASS" : "FAIL", sc.name, p, to_string(c.got),
                  to_string(v));
     }
   }
   fmt::print("{} passed, {} failed\n", passed, failed);
+  if (!junit_file.empty()) emit(junit_report(cases), junit_file);
   return failed ? kFail : kOk;
 }
 
 int cmd_demo(bool no_color) {
   const std::string name = "kleppmann-gc-pause";
   Scenario sc = load_scenario(name);
-  const bool col = use_color(no_color);
+  const TextStyle style = text_style(no_color);
   fmt::print("{}\n{}\n\n", sc.title, sc.teaches);
   int mismatches = 0;
   std::string summary;
   for (const auto& p : protocols_for(sc, {})) {
     RunOutput r = run_scenario(sc, p);
     fmt::print("{}\n", std::string(78, '='));
-    fmt::print("{}", text_report(r, sc, TextStyle{col}));
+    fmt::print("{}", text_report(r, sc, style));
     auto exp = sc.expect.find(p);
     const bool ok = exp == sc.expect.end() || exp->second == r.verdict();
     if (!ok) ++mismatches;
@@ -256,15 +325,18 @@ int main(int argc, char** argv) {
   std::string scenario, report = "text", out_file;
   std::vector<std::string> protocols;
   std::optional<std::uint64_t> seed;
-  bool no_color = false, trace = false;
+  bool no_color = false, trace = false, step = false;
   auto* run = app.add_subcommand("run", "Run a scenario against one or more protocols and judge it");
   run->add_option("SCENARIO", scenario, "catalog name (see `locksim list`) or path to a .toml file")->required();
   run->add_option("-p,--protocol", protocols, "protocol(s) to run (default: those the scenario has expectations for)");
   run->add_option("--seed", seed, "seed (default: the scenario's)");
-  run->add_option("--report", report, "report format")->check(CLI::IsMember({"text", "json"}));
+  run->add_option("--report", report, "report format: text (terminal), json, html (one page with a space-time "
+                                      "diagram; use -o FILE), junit (one test case per protocol)")
+      ->check(CLI::IsMember({"text", "json", "html", "junit"}));
   run->add_option("-o,--output", out_file, "write the report to FILE");
   run->add_flag("--no-color", no_color, "plain text even on a terminal");
   run->add_flag("--trace", trace, "append the full event trace (text report)");
+  run->add_flag("--step", step, "print the run one event at a time, waiting for Enter (q + Enter quits)");
 
   std::vector<std::string> mscen, mprot;
   std::string mformat = "text";
@@ -274,16 +346,20 @@ int main(int argc, char** argv) {
   matrix->add_option("--format", mformat, "table format")->check(CLI::IsMember({"text", "md"}));
 
   std::vector<std::string> cpaths;
+  std::string cjunit;
   auto* check = app.add_subcommand("check", "Check every scenario's expected verdicts (what CI runs)");
   check->add_option("PATH", cpaths, "scenario files or directories (default: the catalog)");
+  check->add_option("--junit", cjunit, "also write JUnit XML to FILE (one test case per scenario × protocol)");
 
   bool dno_color = false;
   auto* demo = app.add_subcommand("demo", "Kleppmann's GC-pause scenario against every protocol, with verdicts");
   demo->add_flag("--no-color", dno_color, "plain text even on a terminal");
 
   std::vector<std::string> bench_args;
-  auto* bench = app.add_subcommand("bench", "Performance figures (not a test): kernel");
-  bench->add_option("WHAT", bench_args, "benchmark name and its options")->allow_extra_args();
+  auto* bench = app.add_subcommand("bench", "Performance figures (not a test): kernel, churn, scale");
+  // No positional: a positional would swallow option values ("--clients 3" losing its 3). As a prefix command,
+  // the name and everything after it go, in order, to remaining() and on to run_bench.
+  bench->footer("usage: locksim bench [kernel|churn|scale [OPTIONS...]]   (NAME --help for its options)");
   bench->prefix_command();
 
   // Chaos exploration (scenarios/explore.hpp holds the implementations).
@@ -336,14 +412,14 @@ int main(int argc, char** argv) {
   }
   try {
     if (list->parsed()) return cmd_list();
-    if (run->parsed()) return cmd_run(scenario, protocols, seed, report, out_file, no_color, trace);
+    if (run->parsed()) return cmd_run(scenario, protocols, seed, report, out_file, no_color, trace, step);
     if (matrix->parsed()) return cmd_matrix(mscen, mprot, mformat);
-    if (check->parsed()) return cmd_check(cpaths);
+    if (check->parsed()) return cmd_check(cpaths, cjunit);
     if (demo->parsed()) return cmd_demo(dno_color);
     if (explore->parsed()) return cmd_explore(xa);
     if (replay_cmd->parsed()) {
       return cmd_replay(replay_file, [&](const RunOutput& r, const Scenario& sc) {
-        return text_report(r, sc, TextStyle{use_color(rno_color)});
+        return text_report(r, sc, text_style(rno_color));
       });
     }
     if (merge->parsed()) return cmd_merge(merge_files);
