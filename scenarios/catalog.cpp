@@ -47,9 +47,10 @@ Scenario load_scenario(const std::string& name_or_path) {
     return load_scenario_file(name_or_path);
   }
   const std::string near = nearest(name_or_path, catalog_names());
-  throw InputError("<command line>", 0, "scenario",
-                   fmt::format("'{}' is neither a catalog scenario nor a file{}", name_or_path,
-                               near.empty() ? " (see `locksim list`)" : fmt::format(" (did you mean '{}'?)", near)));
+  throw InputError(
+      "command line", 0, "SCENARIO",
+      fmt::format("'{}' is neither a catalog scenario nor a file{}", name_or_path,
+                  near.empty() ? " (see `locksim list`)" : fmt::format(" (did you mean '{}'?)", near)));
 }
 
 }  // namespace locksim

@@ -8,7 +8,9 @@ namespace locksim {
 
 namespace {
 
-std::string token_text(const std::optional<std::uint64_t>& t) { return t ? fmt::format("{}", *t) : "none"; }
+std::string token_text(const std::optional<std::uint64_t>& t) {
+  return t ? fmt::format("{}", *t) : "none";
+}
 
 /// Ends the belief interval of the grant in progress if the fiber unwinds (crash) or returns.
 struct BeliefGuard {
@@ -57,7 +59,7 @@ Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
       const std::uint64_t gid = h.add_grant(rec);
       guard.grant = gid;
       ctx.note("acquired", fmt::format("token={} valid_for={}", token_text(grant->token),
-                                       format_time(grant->valid_until - ctx.now())));
+                                       format_seconds(grant->valid_until - ctx.now(), 3) + "s"));
 
       bool lost = false;
       for (std::uint32_t i = 0; i < spec.writes_per_hold && !lost; ++i) {
@@ -88,7 +90,8 @@ Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
             lost = true;
             break;
           }
-          ctx.note("extended", fmt::format("valid_for={}", format_time(grant->valid_until - ctx.now())));
+          ctx.note("extended",
+                   fmt::format("valid_for={}", format_seconds(grant->valid_until - ctx.now(), 3) + "s"));
           h.grants[gid].believed_valid_until = w.clock(ctx.self()).true_time_at(grant->valid_until);
         }
         Time checked = w.now();  // taken before the note: a pause triggered by the note falls after the check
@@ -100,13 +103,15 @@ Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
             lost = true;
             break;
           }
-          ctx.note("lease-check", fmt::format("ok, valid_for={}", format_time(grant->valid_until - ctx.now())));
+          ctx.note("lease-check",
+                   fmt::format("ok, valid_for={}", format_seconds(grant->valid_until - ctx.now(), 3) + "s"));
         }
         WriteRecord wr;
         wr.client = ctx.name();
         wr.grant = gid;
         wr.key = env.resource_key;
-        wr.value = read_value ? fmt::format("{}", *read_value + 1) : fmt::format("{}#{}.{}", ctx.name(), done, i);
+        wr.value =
+            read_value ? fmt::format("{}", *read_value + 1) : fmt::format("{}#{}.{}", ctx.name(), done, i);
         wr.token = fenced ? grant->token : std::nullopt;
         wr.sent = w.now();
         wr.checked = checked;

@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Run a scenario against one or more protocols and judge it");
   run->add_option("SCENARIO", scenario, "catalog name (see `locksim list`) or path to a .toml file")->required();
   run->add_option("-p,--protocol", protocols, "protocol(s) to run (default: those the scenario has expectations for)");
-  run->add_option("--seed", seed, "seed (default: the scenario's)");
+  run->add_option("--seed", seed, "seed (default: the scenario's)")->check(CLI::NonNegativeNumber);
   run->add_option("--report", report, "report format: text (terminal), json, html (one page with a space-time "
                                       "diagram; use -o FILE), junit (one test case per protocol)")
       ->check(CLI::IsMember({"text", "json", "html", "junit"}));
