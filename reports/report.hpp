@@ -24,6 +24,9 @@ std::string timeline(const RunOutput& run, TextStyle style = {});
 /// One trace event in words (true time, the process's monotonic and wall clocks, what happened), one line:
 /// what `locksim run --step` prints before it waits for Enter.
 std::string describe_event(const RunOutput& run, const TraceEvent& ev, TextStyle style = {});
+/// Counterfactual replay: the same scenario (same seed, same fault plan) run against several protocols, their
+/// client-level histories side by side, and the first step at which they part.
+std::string compare_report(const std::vector<RunOutput>& runs, const Scenario& sc, TextStyle style = {});
 /// One JSON object (see docs/report-json.md).
 std::string json_report(const RunOutput& run, const Scenario& sc);
 

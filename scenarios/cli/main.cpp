@@ -137,10 +137,32 @@ struct Cell {
   bool ok() const { return !expected || *expected == got; }
 };
 
+/// A run that stopped at the event or mailbox limit is inconclusive: its history was cut short wherever the limit
+/// fell, so it gets no verdict. Throws InputError ("FILE: limit: ..."): exit 2. `max_time` is different: it is the
+/// scenario's declared observation window (most catalog scenarios end there with clients still retrying, as a
+/// Jepsen test ends at its time limit), so a run that reaches it is judged on the history up to then.
+void require_within_limits(const RunOutput& r, const Scenario& sc) {
+  if (!r.run.limit_hit() || r.run.reason == StopReason::time_limit) return;
+  std::string which;
+  switch (r.run.reason) {
+    case StopReason::event_limit:
+      which = fmt::format("max_events = {}", sc.max_events);
+      break;
+    default:
+      which = "a mailbox over its limit (a process flooded with messages)";
+      break;
+  }
+  throw InputError(sc.file.empty() ? sc.name : sc.file, 0, "limit",
+                   fmt::format("{} with {} stopped at {} after {} events at {}: inconclusive, no verdict; raise "
+                               "[limits] or shorten the scenario",
+                               sc.name, r.protocol, which, r.run.events, format_time(r.run.end)));
+}
+
 Cell run_cell(const Scenario& sc, const std::string& p) {
   RunOptions ro;
   ro.keep_trace = false;
   RunOutput r = run_scenario(sc, p, ro);
+  require_within_limits(r, sc);
   std::optional<Verdict> exp;
   if (auto it = sc.expect.find(p); it != sc.expect.end()) exp = it->second;
   return Cell{sc.name, p, r.verdict(), exp};
@@ -156,6 +178,24 @@ int cmd_list() {
   auto& reg = ProtocolRegistry::instance();
   for (const auto& n : protocol_names()) fmt::print("  {:<14} {}\n", n, reg.summary(n));
   return kOk;
+}
+
+/// `run --compare P1,P2,...`: the identical fault plan against several protocols, side by side.
+int cmd_compare(const std::string& scenario, const std::vector<std::string>& ps, std::optional<std::uint64_t> seed,
+                const std::string& out_file, bool no_color) {
+  if (ps.size() < 2) input_error("--compare needs at least two protocols, e.g. --compare redlock,lease+fence");
+  validate_protocols(ps);
+  Scenario sc = load_scenario(scenario);
+  std::vector<RunOutput> runs;
+  bool any_unsafe = false;
+  for (const auto& p : ps) {
+    RunOptions ro;
+    ro.seed = seed;
+    runs.push_back(run_scenario(sc, p, ro));
+    any_unsafe |= !runs.back().check.safe;
+  }
+  emit(compare_report(runs, sc, text_style(no_color, !out_file.empty())), out_file);
+  return any_unsafe ? kFail : kOk;
 }
 
 int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in, std::optional<std::uint64_t> seed,
@@ -175,6 +215,7 @@ int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in, 
     ro.seed = seed;
     const auto t0 = std::chrono::steady_clock::now();  // wall time for JUnit only; never enters a run
     RunOutput r = run_scenario(sc, p, ro);
+    require_within_limits(r, sc);
     any_unsafe |= !r.check.safe;
     if (step && !step_through(r, sc, text_style(no_color))) return r.check.safe ? kOk : kFail;
     if (report == "html") {
@@ -336,6 +377,11 @@ int main(int argc, char** argv) {
   run->add_option("-o,--output", out_file, "write the report to FILE");
   run->add_flag("--no-color", no_color, "plain text even on a terminal");
   run->add_flag("--trace", trace, "append the full event trace (text report)");
+  std::vector<std::string> compare;
+  run->add_option("--compare", compare,
+                  "run the identical fault plan against these protocols (comma-separated) and show where their "
+                  "histories part")
+      ->delimiter(',');
   run->add_flag("--step", step, "print the run one event at a time, waiting for Enter (q + Enter quits)");
 
   std::vector<std::string> mscen, mprot;
@@ -412,6 +458,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (list->parsed()) return cmd_list();
+    if (run->parsed() && !compare.empty()) return cmd_compare(scenario, compare, seed, out_file, no_color);
     if (run->parsed()) return cmd_run(scenario, protocols, seed, report, out_file, no_color, trace, step);
     if (matrix->parsed()) return cmd_matrix(mscen, mprot, mformat);
     if (check->parsed()) return cmd_check(cpaths, cjunit);

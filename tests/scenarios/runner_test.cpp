@@ -232,3 +232,19 @@ TEST(CatalogDeterminism, SameSeedSameBytes) {
     }
   }
 }
+
+// Counterfactual replay: the same plan against redlock and lease+fence; the histories agree until client1's stale
+// write, which one store accepts and the other rejects.
+TEST(Compare, ShowsWhereTheHistoriesPart) {
+  Scenario sc = load_scenario("kleppmann-gc-pause");
+  std::vector<RunOutput> runs{run_scenario(sc, "redlock"), run_scenario(sc, "lease+fence")};
+  const std::string out = compare_report(runs, sc, TextStyle{false, 120});
+  const auto part = out.find("-- the histories part here --");
+  ASSERT_NE(part, std::string::npos) << out;
+  const std::string after = out.substr(part);
+  const auto next_line = after.substr(after.find('\n') + 1);
+  const auto row = next_line.substr(0, next_line.find('\n'));
+  EXPECT_NE(row.find("client1 write-accepted"), std::string::npos) << out;
+  EXPECT_NE(row.find("client1 write-rejected"), std::string::npos) << out;
+  EXPECT_NE(out.find("verdicts:  redlock unsafe  lease+fence safe"), std::string::npos) << out;
+}
