@@ -76,6 +76,20 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   j["simulated_ns"] = run.run.end.count();
   j["resource_mode"] = run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced";
   j["config"] = config_json(run.config);
+  j["scenario_file"] = sc.file;
+  ordered_json clients = ordered_json::array();
+  for (const ClientSpec& c : sc.clients) {
+    clients.push_back({{"name", c.name},
+                       {"start_ns", c.start.count()},
+                       {"acquisitions", c.acquisitions},
+                       {"writes_per_hold", c.writes_per_hold},
+                       {"work_min_ns", c.work_min.count()},
+                       {"work_max_ns", c.work_max.count()},
+                       {"read_modify_write", c.read_modify_write},
+                       {"check_before_write", c.check_before_write},
+                       {"extend_before_write", c.extend_before_write}});
+  }
+  j["clients"] = clients;
   ordered_json grants = ordered_json::array();
   for (const GrantRecord& g : run.history.grants) {
     ordered_json jg;
@@ -119,6 +133,37 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     faults.push_back(jf);
   }
   j["faults"] = faults;
+  ordered_json stats;
+  stats["events"] = run.events;
+  stats["messages_delivered"] = run.messages;
+  stats["grants"] = run.history.grants.size();
+  stats["writes"] = run.history.writes.size();
+  std::uint64_t accepted = 0;
+  for (const WriteRecord& w : run.history.writes) accepted += w.accepted ? 1 : 0;
+  stats["writes_accepted"] = accepted;
+  stats["writes_rejected"] = run.history.writes.size() - accepted;
+  stats["service_sets"] = run.history.service_sets.size();
+  stats["unbacked_grants"] = run.check.unbacked_grants;
+  stats["processes"] = run.process_names.size();
+  j["statistics"] = stats;
+  // The full trace, when the run kept it: every kernel event with true time and the process's own clocks.
+  ordered_json tr = ordered_json::array();
+  for (const TraceEvent& ev : run.trace) {
+    ordered_json e;
+    e["time_ns"] = ev.time.count();
+    e["kind"] = std::string(to_string(ev.kind));
+    e["process"] = ev.proc.valid() ? ordered_json(run.name_of(ev.proc)) : ordered_json(nullptr);
+    if (ev.peer.valid()) e["peer"] = run.name_of(ev.peer);
+    if (ev.msg != 0) e["msg"] = ev.msg;
+    if (!ev.label.empty()) e["label"] = ev.label;
+    if (!ev.detail.empty()) e["detail"] = ev.detail;
+    if (ev.proc.valid()) {
+      e["monotonic_ns"] = ev.node_time.count();
+      e["wall_ns"] = ev.wall_time.count();
+    }
+    tr.push_back(std::move(e));
+  }
+  j["trace"] = tr;
   return j.dump(2) + "\n";
 }
 
