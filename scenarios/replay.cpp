@@ -177,27 +177,7 @@ std::string name_list(const std::vector<std::string>& v) {
   return s + "]";
 }
 
-std::string fault_kind(Fault::Kind k) {
-  switch (k) {
-    case Fault::Kind::pause:
-      return "pause";
-    case Fault::Kind::crash:
-      return "crash";
-    case Fault::Kind::restart:
-      return "restart";
-    case Fault::Kind::clock_jump:
-      return "clock_jump";
-    case Fault::Kind::clock_drift:
-      return "clock_drift";
-    case Fault::Kind::partition:
-      return "partition";
-    case Fault::Kind::heal:
-      return "heal";
-    case Fault::Kind::delay_spike:
-      return "delay_spike";
-  }
-  return "pause";
-}
+std::string fault_kind(Fault::Kind k) { return std::string(to_string(k)); }
 
 void fault_lines(std::string& s, const FaultSpec& f) {
   const Fault& x = f.fault;
@@ -274,7 +254,8 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
   if (!sc.teaches.empty()) s += fmt::format("teaches = {}\n", q(sc.teaches));
   s += fmt::format("seed = {}\n", sc.seed);
 
-  s += fmt::format("\n[limits]\nmax_time = {}\nmax_events = {}\n", dur(sc.max_time), sc.max_events);
+  s += fmt::format("\n[limits]\nmax_time = {}\nmax_events = {}\nmax_mailbox = {}\n", dur(sc.max_time), sc.max_events,
+                   sc.max_mailbox);
   s += fmt::format("\n[lock]\nkey = {}\nttl = {}\n", q(sc.lock_key), dur(sc.config.ttl));
   s += fmt::format("\n[resource]\nname = {}\nkey = {}\nmode = \"{}\"\nvariant = {}\n", q(sc.resource_name),
                    q(sc.resource_key),
