@@ -2,9 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 namespace locksim {
+
+namespace {
+/// "split-fence": how long a checked write takes to land (a slow disk write between check and apply).
+constexpr Duration kSplitDelay = 200ms;
+}  // namespace
 
 ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opts, History& history) {
   World* w = &world;
@@ -14,12 +21,31 @@ ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opt
       [w, h, opts](Context& ctx) {
         std::map<std::string, std::string> values;
         std::map<std::string, std::uint64_t> highest;
+        // "split-fence": a write checked against the fence lands (value and fence) kSplitDelay later, while
+        // the store goes on answering others: check and write are two steps and two writes interleave between
+        // them.
+        struct Landing {
+          Time at;
+          WriteRequest wq;
+        };
+        std::vector<Landing> landing;  // in arrival order; all have the same delay, so due times are ordered
+        auto land = [&](const Landing& l) {
+          values[l.wq.key] = l.wq.value;
+          highest[l.wq.key] = std::max(highest[l.wq.key], *l.wq.token);
+          if (l.wq.write_id < h->writes.size()) h->writes[l.wq.write_id].arrived = w->now();
+        };
         for (;;) {
-          auto m = ctx.receive();
+          while (!landing.empty() && landing.front().at <= ctx.now()) {
+            land(landing.front());
+            landing.erase(landing.begin());
+          }
+          auto m = landing.empty() ? ctx.receive() : ctx.receive(landing.front().at - ctx.now());
           if (!m) continue;
           // The fence: accept iff token >= highest seen for the key; check and update are one atomic step.
           auto fence = [&](const std::string& key, const std::optional<std::uint64_t>& token) -> WriteReply {
-            if (opts.mode != ResourceMode::fenced) return {true, {}};
+            // "client-check": the store trusts the client to have compared tokens (each client sees only its
+            // own).
+            if (opts.mode != ResourceMode::fenced || opts.variant == "client-check") return {true, {}};
             if (!token) return {false, "no token"};
             auto it = highest.find(key);
             if (it != highest.end()) {
@@ -29,7 +55,8 @@ ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opt
               if (opts.variant == "lt-fence") ok = t <= hi;
               if (!ok) return {false, fmt::format("token {} < highest {}", t, hi)};
             }
-            highest[key] = *token;
+            if (opts.variant != "split-fence")
+              highest[key] = *token;  // split-fence: raised when the write lands
             return {true, {}};
           };
           if (const auto* rq = m->as<ReadRequest>()) {
@@ -39,13 +66,18 @@ ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opt
             rep.reason = f.reason;
             if (auto it = values.find(rq->key); !rep.rejected && it != values.end()) rep.value = it->second;
             ctx.reply(*m, Message::of(rep.rejected ? "read-rejected" : "read-ok", rep,
-                                      rep.rejected ? rep.reason : rep.value ? *rep.value : "nil"));
+                                      rep.rejected ? rep.reason
+                                      : rep.value  ? *rep.value
+                                                   : "nil"));
             continue;
           }
           const auto* wq = m->as<WriteRequest>();
           if (!wq) continue;
           WriteReply rep = fence(wq->key, wq->token);
-          if (rep.accepted) values[wq->key] = wq->value;
+          const bool split =
+              opts.variant == "split-fence" && opts.mode == ResourceMode::fenced && rep.accepted;
+          if (split) landing.push_back(Landing{ctx.now() + kSplitDelay, *wq});
+          if (rep.accepted && !split) values[wq->key] = wq->value;
           if (wq->write_id < h->writes.size()) {
             auto& rec = h->writes[wq->write_id];
             rec.arrived = w->now();

@@ -18,6 +18,9 @@ struct ResourceOptions {
   ResourceMode mode = ResourceMode::unfenced;
   /// Teaching variants: "gt-fence" accepts iff token > highest (rejects an equal token: a second write by the same
   /// holder fails); "lt-fence" has the comparison backwards (a one-line bug real systems shipped).
+  /// Mutants (issue 9): "split-fence" checks the token on arrival but lands the write (and raises the fence)
+  /// later, so two writes interleave between check and write; "client-check" leaves the comparison to the
+  /// clients (the store accepts every write).
   std::string variant;
 };
 

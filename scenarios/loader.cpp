@@ -907,10 +907,11 @@ Scenario Loader::load(const toml::table& root_table) {
     s.seed = static_cast<std::uint64_t>(*v);
 
   if (auto l = sub_table(root, "limits")) {
-    only(*l, {"max_time", "max_events"});
+    only(*l, {"max_time", "max_events", "max_mailbox"});
     if (auto v = duration(*l, "max_time", Sign::positive)) s.max_time = *v;
-    if (auto v = integer(*l, "max_events", 1, 10'000'000'000LL))
-      s.max_events = static_cast<std::uint64_t>(*v);
+    // At most the kernel's own default: a file cannot ask for more events (and so more trace memory) than that.
+    if (auto v = integer(*l, "max_events", 1, 50'000'000LL)) s.max_events = static_cast<std::uint64_t>(*v);
+    if (auto v = integer(*l, "max_mailbox", 1, 1'000'000LL)) s.max_mailbox = static_cast<std::size_t>(*v);
   }
   max_time_ = s.max_time;
 

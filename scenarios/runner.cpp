@@ -50,6 +50,7 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   wo.network.links.clear();
   wo.limits.max_time = sc.max_time;
   wo.limits.max_events = sc.max_events;
+  wo.limits.max_mailbox = sc.max_mailbox;
   wo.keep_trace = opts.keep_trace;
   World world(wo);
 

@@ -79,6 +79,7 @@ struct Scenario {
   std::vector<FaultSpec> faults;
   Time max_time{60s};
   std::uint64_t max_events = 5'000'000;
+  std::size_t max_mailbox = 1'000'000;  ///< messages waiting in one mailbox before the run stops (inconclusive)
 
   std::vector<std::string> protocols;         ///< protocols the scenario runs by default (order kept)
   std::map<std::string, Verdict> expect;      ///< expected verdict per protocol

@@ -34,6 +34,8 @@ RaftOptions raft_options(const ProtocolConfig& cfg) {
     if (it->second == "periodic") o.fsync = FsyncPolicy::periodic;
   }
   o.fsync_period = cfg.fsync_period;
+  o.wall_expiry = cfg.variant == "wall-expiry";
+  o.node_counter = cfg.variant == "node-counter";
   return o;
 }
 
@@ -192,8 +194,9 @@ class LeaseProtocol final : public Protocol {
       std::from_chars(it->second.data(), it->second.data() + it->second.size(), ms);
       if (ms > 0) acquire_timeout = std::chrono::milliseconds(ms);
     }
-    return std::make_unique<LeaseClient>(std::move(servers), cfg.keepalive_interval, rpc_timeout_for(cfg),
-                                         acquire_timeout, cfg.variant == "trust-reply");
+    return std::make_unique<LeaseClient>(
+        std::move(servers), cfg.keepalive_interval, rpc_timeout_for(cfg), acquire_timeout,
+        cfg.variant == "trust-reply" || cfg.variant == "no-recheck-after-wait");
   }
 
  private:

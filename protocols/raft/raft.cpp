@@ -260,7 +260,7 @@ class Node {
     if (role_ != Role::leader) return election_deadline_;
     Time t = std::min(heartbeat_deadline_, quorum_deadline_);
     for (const auto& [lease, d] : deadlines_)
-      if (!pending_revoke_.count(lease)) t = std::min(t, d);
+      if (!pending_revoke_.count(lease)) t = std::min(t, d - (lease_clock() - ctx_.now()));  // on ctx_.now()
     return t;
   }
 
@@ -283,7 +283,7 @@ class Node {
     // Lease expiry, decided here on this leader's monotonic clock and committed through the log.
     std::vector<std::uint64_t> expired;
     for (const auto& [lease, d] : deadlines_)
-      if (d <= now && !pending_revoke_.count(lease)) expired.push_back(lease);
+      if (d <= lease_clock() && !pending_revoke_.count(lease)) expired.push_back(lease);
     for (std::uint64_t lease : expired) {
       pending_revoke_.insert(lease);
       propose(Command{Op::revoke, lease, 0ns, {}, true}, nullptr);
@@ -345,7 +345,7 @@ class Node {
     // etcd's lessor Promote: every lease gets a full TTL from now on this leader's clock.
     deadlines_.clear();
     pending_revoke_.clear();
-    for (const auto& [lease, l] : sm_.leases()) deadlines_[lease] = now + l.ttl;
+    for (const auto& [lease, l] : sm_.leases()) deadlines_[lease] = lease_clock() + l.ttl;
     quorum_deadline_ = now + sh_.opts.election_timeout_max;
     heartbeat_deadline_ = now + sh_.opts.heartbeat;
     propose(Command{}, nullptr);  // a no-op of this term commits everything before it
@@ -409,7 +409,7 @@ class Node {
     const Command& c = e.cmd;
     bool promise = false;
     if (c.op == Op::grant) {
-      deadlines_[index] = now + c.ttl;
+      deadlines_[index] = lease_clock() + c.ttl;
       promise = true;
     } else if (c.op == Op::keepalive && res.ok) {
       // A revoke this leader already appended after this entry wins: answering ok would promise a lease that
@@ -422,7 +422,7 @@ class Node {
         return;
       }
       auto l = sm_.leases().find(c.lease);
-      deadlines_[c.lease] = std::max(deadlines_[c.lease], now + l->second.ttl);
+      deadlines_[c.lease] = std::max(deadlines_[c.lease], lease_clock() + l->second.ttl);
       promise = true;
     } else if (c.op == Op::revoke && res.ok) {
       deadlines_.erase(c.lease);
@@ -434,7 +434,7 @@ class Node {
       if (obs_ && obs_->on_holder) obs_->on_holder(ctx_.name(), ch.lock, ch.lease, ch.rev);
       auto w = waiters_.find({ch.lock, ch.lease});
       if (w == waiters_.end()) continue;
-      for (const Pending& p : w->second) send_reply(p, ClientReply{p.req, true, ch.rev, {}, {}});
+      for (const Pending& p : w->second) send_reply(p, ClientReply{p.req, true, lock_token(ch.rev), {}, {}});
       waiters_.erase(w);
     }
     auto pit = pending_.find(index);
@@ -456,8 +456,15 @@ class Node {
         return;
       }
     }
-    send_reply(p, ClientReply{p.req, res.ok, res.value, res.error, {}});
+    send_reply(
+        p, ClientReply{
+               p.req, res.ok, c.op == Op::lock && res.ok ? lock_token(res.value) : res.value, res.error, {}});
   }
+
+  /// The clock leases are timed on: monotonic, or the wall clock in the "wall-expiry" variant.
+  Time lease_clock() const { return sh_.opts.wall_expiry ? ctx_.wall() : ctx_.now(); }
+  /// A lock reply's token: the replicated revision, or this node's own counter in the "node-counter" variant.
+  std::uint64_t lock_token(std::uint64_t rev) { return sh_.opts.node_counter ? ++node_counter_ : rev; }
 
   void fail_deleted_waiters(const Command& c) {
     for (auto it = waiters_.begin(); it != waiters_.end();) {
@@ -618,6 +625,7 @@ class Node {
   Time quorum_deadline_{};
   std::map<std::uint64_t, Time> deadlines_;  // lease → expiry on this leader's monotonic clock
   std::set<std::uint64_t> pending_revoke_;
+  std::uint64_t node_counter_ = 0;            // "node-counter" variant only: volatile, per node
   std::map<std::uint64_t, Pending> pending_;  // log index → client waiting for it
   std::map<std::pair<std::string, std::uint64_t>, std::vector<Pending>>
       waiters_;  // (lock, lease) → lock calls

@@ -134,6 +134,12 @@ struct RaftOptions {
   std::size_t max_batch = 64;  ///< entries per AppendEntries
   bool check_quorum =
       true;  ///< a leader that has not heard from a majority for an election timeout steps down
+  /// Teaching variant "wall-expiry": the leader times leases on its wall clock (which jumps), not its
+  /// monotonic one.
+  bool wall_expiry = false;
+  /// Teaching variant "node-counter": a lock reply carries this leader's own counter, not the replicated
+  /// revision.
+  bool node_counter = false;
 };
 
 /// Spawn the group as daemon processes `<prefix>1`..`<prefix>N`; returns their ids in order.

@@ -206,7 +206,7 @@ class Node {
         type = rep.ok ? "OK" : "nil";
         break;
       case Op::del_if_value:
-        if (const Entry* e = live(c.key); e != nullptr && e->value == c.value) {
+        if (const Entry* e = live(c.key); e != nullptr && (c.blind || e->value == c.value)) {
           write(c.key, std::nullopt, false);
           rep.ok = true;
         }

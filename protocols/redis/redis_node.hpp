@@ -47,6 +47,8 @@ struct Command {
   /// (Redisson's RFencedLock does lock + INCR in one Lua script). Empty: no counter.
   std::string fence_counter;
   std::string peer;  ///< replicaof: the new master's process name
+  /// del_if_value only: delete without comparing the value (teaching variant "blind-release": a plain DEL).
+  bool blind = false;
 };
 
 /// A node's answer (message body).
