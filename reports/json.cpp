@@ -9,8 +9,12 @@ namespace locksim {
 namespace {
 using nlohmann::ordered_json;
 
-ordered_json opt_token(const std::optional<std::uint64_t>& t) { return t ? ordered_json(*t) : ordered_json(nullptr); }
-ordered_json opt_time(Time t) { return t == kTimeMax ? ordered_json(nullptr) : ordered_json(t.count()); }
+ordered_json opt_token(const std::optional<std::uint64_t>& t) {
+  return t ? ordered_json(*t) : ordered_json(nullptr);
+}
+ordered_json opt_time(Time t) {
+  return t == kTimeMax ? ordered_json(nullptr) : ordered_json(t.count());
+}
 
 ordered_json write_json(const RunOutput& run, const WriteRef& w) {
   const WriteRecord& rec = run.history.writes.at(w.write);
@@ -31,7 +35,9 @@ ordered_json config_json(const ProtocolConfig& c) {
   j["nodes"] = c.nodes;
   j["ttl_ns"] = c.ttl.count();
   j["aof"] = c.aof;
-  j["fsync"] = c.fsync == FsyncPolicy::always ? "always" : c.fsync == FsyncPolicy::periodic ? "periodic" : "never";
+  j["fsync"] = c.fsync == FsyncPolicy::always     ? "always"
+               : c.fsync == FsyncPolicy::periodic ? "periodic"
+                                                  : "never";
   j["fsync_period_ns"] = c.fsync_period.count();
   j["replica"] = c.replica;
   j["incr_token"] = c.incr_token;
@@ -118,10 +124,13 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   j["writes"] = writes;
   ordered_json ov = ordered_json::array();
   for (const auto& o : run.check.overlaps)
-    ov.push_back({{"key", o.key}, {"clients", {o.client_a, o.client_b}}, {"from_ns", o.start.count()},
+    ov.push_back({{"key", o.key},
+                  {"clients", {o.client_a, o.client_b}},
+                  {"from_ns", o.start.count()},
                   {"to_ns", o.end.count()}});
   j["overlaps"] = ov;
-  j["lost_updates"] = {{"acknowledged", run.check.lost.acknowledged}, {"lost", run.check.lost.lost},
+  j["lost_updates"] = {{"acknowledged", run.check.lost.acknowledged},
+                       {"lost", run.check.lost.lost},
                        {"percent", run.check.lost.percent}};
   j["slack_ns"] = run.check.slack ? ordered_json(run.check.slack->count()) : ordered_json(nullptr);
   ordered_json faults = ordered_json::array();
@@ -164,6 +173,7 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     tr.push_back(std::move(e));
   }
   j["trace"] = tr;
+  j["trace_truncated"] = run.trace_truncated;
   return j.dump(2) + "\n";
 }
 

@@ -203,6 +203,9 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
   out += "\n";
   out += fmt::format("trace hash: {:016x}   events: {}   simulated: {}   stop: {}\n", run.trace_hash,
                      run.events, format_seconds(run.run.end, 3) + " s", to_string(run.run.reason));
+  if (run.trace_truncated)
+    out += fmt::format("(the timeline shows the first {} events only: more are not kept in memory)\n",
+                       run.trace.size());
   out += fmt::format("replay: locksim run {} -p {} --seed {}\n",
                      sc.file.starts_with("scenarios/catalog/") ? sc.name : sc.file, run.protocol, run.seed);
   return out;

@@ -14,7 +14,8 @@ const std::string& RunOutput::name_of(ProcId p) const {
 
 namespace {
 
-/// Thrown for a service process another protocol would have (redis4 in a lease run): what names it is skipped.
+/// Thrown for a service process another protocol would have (redis4 in a lease run): what names it is
+/// skipped.
 struct AbsentServiceProcess {};
 
 ProcId resolve(const World& w, const Scenario& sc, const std::string& name, std::uint32_t line,
@@ -22,8 +23,9 @@ ProcId resolve(const World& w, const Scenario& sc, const std::string& name, std:
   if (name.empty() || name == "*") return {};
   ProcId p = w.find(name);
   if (p.valid()) return p;
-  // One file serves every protocol: Kleppmann's nodes A–E are redis1..redis5 for redlock and do not exist for a
-  // lease run. A fault, clock or link naming such a service process does not apply to this protocol's world.
+  // One file serves every protocol: Kleppmann's nodes A–E are redis1..redis5 for redlock and do not exist for
+  // a lease run. A fault, clock or link naming such a service process does not apply to this protocol's
+  // world.
   if (is_service_process_name(name)) throw AbsentServiceProcess{};
   throw InputError(sc.file, line, field, fmt::format("no process named '{}' in this world", name));
 }
@@ -33,7 +35,8 @@ ProcId resolve(const World& w, const Scenario& sc, const std::string& name, std:
 RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, const RunOptions& opts) {
   register_builtin_protocols();
   auto& reg = ProtocolRegistry::instance();
-  if (!reg.has(protocol_name)) throw InputError(sc.file, 0, "protocol", fmt::format("unknown protocol '{}'", protocol_name));
+  if (!reg.has(protocol_name))
+    throw InputError(sc.file, 0, "protocol", fmt::format("unknown protocol '{}'", protocol_name));
   std::unique_ptr<Protocol> protocol = reg.make(protocol_name);
   const ProtocolConfig& cfg = sc.config_for(protocol_name);
 
@@ -42,7 +45,8 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   out.protocol = protocol_name;
   out.seed = opts.seed.value_or(sc.seed);
   out.config = cfg;
-  out.resource_mode = sc.resource_mode.value_or(protocol->fenced() ? ResourceMode::fenced : ResourceMode::unfenced);
+  out.resource_mode =
+      sc.resource_mode.value_or(protocol->fenced() ? ResourceMode::fenced : ResourceMode::unfenced);
 
   WorldOptions wo;
   wo.seed = out.seed;
@@ -134,7 +138,9 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   out.events = world.trace().count();
   out.messages = world.messages_delivered();
   if (opts.keep_trace) out.trace = world.trace().events();
-  for (std::uint32_t i = 0; i < world.process_count(); ++i) out.process_names.push_back(world.name(ProcId{i}));
+  out.trace_truncated = world.trace().truncated();
+  for (std::uint32_t i = 0; i < world.process_count(); ++i)
+    out.process_names.push_back(world.name(ProcId{i}));
   for (ProcId p : service.servers) out.servers.push_back(world.name(p));
   out.resource = sc.resource_name;
   return out;

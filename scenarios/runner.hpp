@@ -30,17 +30,19 @@ struct RunOutput {
   std::uint64_t trace_hash = 0;
   std::uint64_t events = 0;
   std::uint64_t messages = 0;
-  std::vector<TraceEvent> trace;          ///< empty unless keep_trace
+  std::vector<TraceEvent> trace;           ///< empty unless keep_trace
+  bool trace_truncated = false;            ///< more events happened than WorldOptions::max_kept_events
   std::vector<std::string> process_names;  ///< indexed by ProcId::value
   std::vector<std::string> servers;        ///< the protocol's service processes
   std::vector<std::string> clients;
   std::string resource;
-  std::vector<Fault> faults;               ///< the fault plan as resolved
+  std::vector<Fault> faults;  ///< the fault plan as resolved
   Verdict verdict() const { return check.safe ? Verdict::safe : Verdict::unsafe; }
   const std::string& name_of(ProcId p) const;
 };
 
-/// Run `scenario` with `protocol`. Throws InputError for names that do not resolve (unknown process, protocol).
+/// Run `scenario` with `protocol`. Throws InputError for names that do not resolve (unknown process,
+/// protocol).
 RunOutput run_scenario(const Scenario& scenario, const std::string& protocol, const RunOptions& opts = {});
 
 }  // namespace locksim

@@ -52,7 +52,8 @@ namespace {
 constexpr std::size_t kHashBatch = 16 * 1024;
 }
 
-Trace::Trace(bool keep_events) : keep_(keep_events), state_(XXH3_createState()) {
+Trace::Trace(bool keep_events, std::uint64_t max_kept)
+    : keep_(keep_events), max_kept_(max_kept), state_(XXH3_createState()) {
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
   pending_.reserve(kHashBatch + 512);
 }
@@ -100,6 +101,10 @@ void Trace::record(Time time, Time node_time, Time wall_time, TraceKind kind, Pr
   pending_.insert(pending_.end(), detail.begin(), detail.end());
   if (pending_.size() >= kHashBatch) flush();
   ++count_;
+  if (keep_ && events_.size() >= max_kept_) {
+    keep_ = false;  // the hash goes on; the kept list stops growing
+    truncated_ = true;
+  }
   if (keep_) {
     events_.push_back(TraceEvent{time, node_time, wall_time, kind, proc, peer, msg, std::string(label),
                                  std::string(detail)});

@@ -55,7 +55,10 @@ struct TraceEvent {
 /// Records events and hashes them incrementally. Keeping the events is optional (hash-only mode for speed).
 class Trace {
  public:
-  explicit Trace(bool keep_events = true);
+  /// `max_kept`: events kept in memory at most (the hash always covers every event), so a runaway run's
+  /// memory stays bounded; truncated() says whether events were dropped from the kept list.
+  explicit Trace(bool keep_events = true, std::uint64_t max_kept = kDefaultMaxKept);
+  static constexpr std::uint64_t kDefaultMaxKept = 2'000'000;
   Trace(const Trace&) = delete;
   Trace& operator=(const Trace&) = delete;
   ~Trace();
@@ -68,12 +71,15 @@ class Trace {
   std::uint64_t count() const { return count_; }
   const std::vector<TraceEvent>& events() const { return events_; }
   bool keeps_events() const { return keep_; }
+  bool truncated() const { return truncated_; }
 
   /// One line per event, stable format, used by golden files and --trace output.
   static std::string format(const TraceEvent& ev, std::string_view proc_name, std::string_view peer_name);
 
  private:
   bool keep_;
+  std::uint64_t max_kept_;
+  bool truncated_ = false;
   std::uint64_t count_ = 0;
   void* state_;  // XXH3 streaming state (opaque here to keep xxhash.h out of headers)
   /// Canonical bytes not yet fed to the hash: one XXH3 update per 16 KiB instead of one per event (the same

@@ -236,7 +236,7 @@ World::World(WorldOptions opts)
     : opts_(std::move(opts)),
       rng_(opts_.seed),
       tie_rng_(rng_.stream("scheduler/ties")),
-      trace_(opts_.keep_trace),
+      trace_(opts_.keep_trace, opts_.max_kept_events),
       network_(opts_.network, rng_.stream("network")) {}
 
 World::~World() {

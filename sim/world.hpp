@@ -117,6 +117,8 @@ struct WorldOptions {
   Limits limits;
   std::size_t stack_size = 64 * 1024;
   bool keep_trace = true;
+  /// At most this many trace events are kept in memory (reports show them; the hash covers all of them).
+  std::uint64_t max_kept_events = Trace::kDefaultMaxKept;
   /// Break ties between events at the same time with a seeded random key instead of insertion order,
   /// to explore other interleavings (still deterministic for a given seed).
   bool shuffle_ties = false;

@@ -207,3 +207,28 @@ TEST(Time, Formatting) {
   EXPECT_EQ(to_string(Fault::Kind::delay_spike), "delay_spike");
   EXPECT_EQ(to_string(TraceKind::duplicate), "duplicate");
 }
+
+// A runaway world keeps at most max_kept_events in memory; the hash still covers every event.
+TEST(TraceMemory, KeptEventsAreBoundedAndTheHashCoversAll) {
+  auto make = [](std::uint64_t max_kept) {
+    WorldOptions o;
+    o.max_kept_events = max_kept;
+    auto w = std::make_unique<World>(o);
+    w->spawn("ticker", [](Context& c) {
+      for (int i = 0; i < 500; ++i) {
+        c.sleep(1ms);
+        c.note("tick");
+      }
+    });
+    w->run();
+    return w;
+  };
+  auto bounded = make(100);
+  auto full = make(1'000'000);
+  EXPECT_EQ(bounded->trace().events().size(), 100u);
+  EXPECT_TRUE(bounded->trace().truncated());
+  EXPECT_FALSE(full->trace().truncated());
+  EXPECT_GT(full->trace().events().size(), 500u);
+  EXPECT_EQ(bounded->trace().count(), full->trace().count());
+  EXPECT_EQ(bounded->trace().hash(), full->trace().hash());
+}
