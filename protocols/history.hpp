@@ -2,13 +2,15 @@
 /// The history: ground truth recorded while a world runs, read afterwards by the checker (scenarios/checker).
 ///
 /// Who writes what:
-///  - lock *servers* record service-side facts ("node redis3 set key=lock to value v at true time t"): the oracle
-///    derives from them when the service as a whole granted a holder (the quorum-th node), which orders epochs;
+///  - lock *servers* record service-side facts ("node redis3 set key=lock to value v at true time t"): the
+///  oracle
+///    derives from them when the service as a whole granted a holder (the quorum-th node), which orders
+///    epochs;
 ///  - the *workload* (not the protocol's client code) records grants as the client saw them, belief ends, and
 ///    the writes it sends;
 ///  - the *resource* records every write's arrival and whether it was accepted.
-/// Protocol code only ever writes here; nothing in protocols/ reads it back (the epoch is the oracle's, never the
-/// grant's). All times are true simulated time.
+/// Protocol code only ever writes here; nothing in protocols/ reads it back (the epoch is the oracle's, never
+/// the grant's). All times are true simulated time.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -38,26 +40,26 @@ struct GrantRecord {
   std::optional<std::uint64_t> token;  ///< fencing token, if the protocol has one
   Time requested{};                    ///< true time the acquire began
   Time granted{};                      ///< true time the client learned it holds the lock
-  Time belief_end = kTimeMax;          ///< true time the client stopped believing it holds it (kTimeMax: never)
+  Time belief_end = kTimeMax;  ///< true time the client stopped believing it holds it (kTimeMax: never)
   Time believed_valid_until = kTimeMax;  ///< true time at which the client's own validity estimate ran out
-  std::string end_reason;              ///< released / expired / crashed / ...
+  std::string end_reason;                ///< released / expired / crashed / ...
 };
 
 /// One write as sent by a client and judged by the resource.
 struct WriteRecord {
   std::uint64_t id = 0;
   std::string client;
-  std::uint64_t grant = 0;             ///< GrantRecord::id of the grant the client wrote under
+  std::uint64_t grant = 0;  ///< GrantRecord::id of the grant the client wrote under
   std::string key;
   std::string value;
   std::optional<std::uint64_t> token;  ///< token carried by the write (none for unfenced protocols)
   Time sent{};
-  Time checked{};                      ///< when the client last checked its lease before this write
-  Time arrived = kTimeMax;             ///< when the resource judged it (kTimeMax: never arrived)
+  Time checked{};           ///< when the client last checked its lease before this write
+  Time arrived = kTimeMax;  ///< when the resource judged it (kTimeMax: never arrived)
   bool accepted = false;
   std::string reject_reason;
-  bool acknowledged = false;           ///< the client got the accepted answer back
-  bool read_modify_write = false;      ///< value was computed from a read (counter workload)
+  bool acknowledged = false;               ///< the client got the accepted answer back
+  bool read_modify_write = false;          ///< value was computed from a read (counter workload)
   std::optional<std::int64_t> read_value;  ///< the value read before this write (counter workload)
 };
 

@@ -18,12 +18,12 @@ struct Grant {
   std::string key;
   std::string value;                   ///< holder identity (random value, lease id, ...)
   std::optional<std::uint64_t> token;  ///< fencing token, if the protocol has one
-  Time valid_until{};                  ///< on the client's own monotonic clock: when it believes the lock ends
-  std::uint64_t lease_id = 0;          ///< protocol-private handle (lease id for consensus leases)
+  Time valid_until{};          ///< on the client's own monotonic clock: when it believes the lock ends
+  std::uint64_t lease_id = 0;  ///< protocol-private handle (lease id for consensus leases)
 };
 
-/// Every parameter a built-in protocol understands (option struct, not a string registry). A user protocol may
-/// read its own parameters from `extra`.
+/// Every parameter a built-in protocol understands (option struct, not a string registry). A user protocol
+/// may read its own parameters from `extra`.
 struct ProtocolConfig {
   std::uint32_t nodes = 0;  ///< 0: protocol default (redis 1, redlock 5, lease 3)
   Duration ttl{10s};        ///< lock TTL / lease TTL asked for by clients
@@ -32,20 +32,20 @@ struct ProtocolConfig {
   FsyncPolicy fsync = FsyncPolicy::never;  ///< AOF fsync policy (appendfsync)
   bool aof = false;                        ///< persistence on (append-only file); off = in memory only
   Duration fsync_period{1s};
-  bool replica = false;                    ///< single redis: an async replica that takes over on failure
-  Duration replication_delay{50ms};        ///< async replication lag
-  Duration failover_after{5s};             ///< sentinel down-after-milliseconds
-  bool incr_token = false;                 ///< single redis: token from INCR on the master (Redisson RFencedLock)
+  bool replica = false;              ///< single redis: an async replica that takes over on failure
+  Duration replication_delay{50ms};  ///< async replication lag
+  Duration failover_after{5s};       ///< sentinel down-after-milliseconds
+  bool incr_token = false;           ///< single redis: token from INCR on the master (Redisson RFencedLock)
   std::int64_t drift_factor_ppm = 10'000;  ///< Redlock drift = ttl * factor + 2 ms (0.01 = 10,000 ppm)
   Duration clock_drift_allowance{2ms};
-  Duration node_timeout{50ms};             ///< Redlock per-node timeout
-  std::uint32_t retry_count = 10;          ///< node-redlock defaults
+  Duration node_timeout{50ms};     ///< Redlock per-node timeout
+  std::uint32_t retry_count = 10;  ///< node-redlock defaults
   Duration retry_delay{200ms};
   Duration retry_jitter{100ms};
-  bool elapsed_recheck = false;            ///< antirez: re-check elapsed time on the monotonic clock after acquiring
+  bool elapsed_recheck = false;  ///< antirez: re-check elapsed time on the monotonic clock after acquiring
 
   // Consensus lease
-  Duration keepalive_interval{0};          ///< 0: ttl / 3
+  Duration keepalive_interval{0};  ///< 0: ttl / 3
   Duration election_timeout_min{150ms};
   Duration election_timeout_max{300ms};
   Duration heartbeat{50ms};

@@ -1,8 +1,8 @@
 #pragma once
-/// The protected resource: a store process that keeps, per key, a value and the highest token it has accepted.
-/// `unfenced` accepts every write; `fenced` accepts a write iff its token >= the highest accepted so far (the check
-/// and the write are one atomic step). It answers every write accepted/rejected and records the judgement in the
-/// history (ground truth).
+/// The protected resource: a store process that keeps, per key, a value and the highest token it has
+/// accepted. `unfenced` accepts every write; `fenced` accepts a write iff its token >= the highest accepted
+/// so far (the check and the write are one atomic step). It answers every write accepted/rejected and records
+/// the judgement in the history (ground truth).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,15 +16,16 @@ enum class ResourceMode : std::uint8_t { unfenced, fenced };
 
 struct ResourceOptions {
   ResourceMode mode = ResourceMode::unfenced;
-  /// Teaching variants: "gt-fence" accepts iff token > highest (rejects an equal token: a second write by the same
-  /// holder fails); "lt-fence" has the comparison backwards (a one-line bug real systems shipped).
+  /// Teaching variants: "gt-fence" accepts iff token > highest (rejects an equal token: a second write by the
+  /// same holder fails); "lt-fence" has the comparison backwards (a one-line bug real systems shipped).
   /// Mutants (issue 9): "split-fence" checks the token on arrival but lands the write (and raises the fence)
   /// later, so two writes interleave between check and write; "client-check" leaves the comparison to the
   /// clients (the store accepts every write).
   std::string variant;
 };
 
-/// Body of a write request. `write_id` indexes History::writes: ground truth the store records, never decides on.
+/// Body of a write request. `write_id` indexes History::writes: ground truth the store records, never decides
+/// on.
 struct WriteRequest {
   std::string key;
   std::string value;
@@ -35,10 +36,11 @@ struct WriteReply {
   bool accepted = false;
   std::string reason;
 };
-/// A read. In `fenced` mode a read carries the reader's token too and is fenced like a write: rejected if the token
-/// is below the highest seen, otherwise it raises the fence to it. Without that, fencing only the writes cannot
-/// protect a read–modify–write: a stale holder's older-token write can land before the new holder's first write
-/// and be overwritten by a value computed without it (a lost update). Unfenced mode ignores the token.
+/// A read. In `fenced` mode a read carries the reader's token too and is fenced like a write: rejected if the
+/// token is below the highest seen, otherwise it raises the fence to it. Without that, fencing only the
+/// writes cannot protect a read–modify–write: a stale holder's older-token write can land before the new
+/// holder's first write and be overwritten by a value computed without it (a lost update). Unfenced mode
+/// ignores the token.
 struct ReadRequest {
   std::string key;
   std::optional<std::uint64_t> token;

@@ -1,10 +1,23 @@
 // JUnit XML for `locksim check`, the dialect Jenkins, GitLab and GitHub test reporters read: one <testsuite>
 // with tests/failures/errors/time counts, one <testcase classname="scenario" name="protocol"> per run.
 #include <fmt/format.h>
+#include <chrono>
 
 #include "reports/report.hpp"
 
 namespace locksim {
+
+WallTimer::WallTimer()
+    : start_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count()) {}
+
+double WallTimer::seconds() const {
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+  return static_cast<double>(now - start_ns_) / 1e9;
+}
 
 namespace {
 

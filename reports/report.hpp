@@ -1,5 +1,6 @@
 #pragma once
 /// Reports render a finished run (RunOutput); they read results only.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,20 @@ std::string json_report(const RunOutput& run, const Scenario& sc);
 
 /// The HTML report: one self-contained page (inline SVG, CSS and JS; nothing fetched from the network) with a
 /// space-time diagram of the run (a lane per process, messages, pauses, lease belief vs. the service's view,
-/// writes, the violation ringed), the story, a legend, zoom and node-clock tooltips. For people, not for tools.
+/// writes, the violation ringed), the story, a legend, zoom and node-clock tooltips. For people, not for
+/// tools.
 std::string html_report(const RunOutput& run, const Scenario& sc);
+
+/// Wall-clock seconds since construction, for JUnit durations shown on CI dashboards. The reports layer owns
+/// it so no real clock appears next to the simulation (sim/, protocols/, scenarios/); it never touches a run.
+class WallTimer {
+ public:
+  WallTimer();
+  double seconds() const;
+
+ private:
+  std::int64_t start_ns_;
+};
 
 /// One scenario × protocol outcome of `locksim check`, for JUnit XML.
 struct JUnitCase {

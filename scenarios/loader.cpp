@@ -889,8 +889,7 @@ Scenario Loader::load(const toml::table& root_table) {
   s.file = file_;
   Tab root{&root_table, "", 1};
   only(root, {"name", "title", "source", "teaches", "seed", "lock", "resource", "protocol", "protocols",
-              "network", "clock", "client", "fault", "limits", "expect",
-              "replay"});
+              "network", "clock", "client", "fault", "limits", "expect", "replay"});
   protocol_names_ = valid_protocol_names();
 
   s.name = str(root, "name").value_or(std::filesystem::path(file_).stem().string());
@@ -909,7 +908,8 @@ Scenario Loader::load(const toml::table& root_table) {
   if (auto l = sub_table(root, "limits")) {
     only(*l, {"max_time", "max_events", "max_mailbox"});
     if (auto v = duration(*l, "max_time", Sign::positive)) s.max_time = *v;
-    // At most the kernel's own default: a file cannot ask for more events (and so more trace memory) than that.
+    // At most the kernel's own default: a file cannot ask for more events (and so more trace memory) than
+    // that.
     if (auto v = integer(*l, "max_events", 1, 50'000'000LL)) s.max_events = static_cast<std::uint64_t>(*v);
     if (auto v = integer(*l, "max_mailbox", 1, 1'000'000LL)) s.max_mailbox = static_cast<std::size_t>(*v);
   }

@@ -30,7 +30,7 @@ inline constexpr std::string_view acquire_failed = "acquire-failed";  ///< the p
 inline constexpr std::string_view gave_up = "gave-up";            ///< the client stopped trying (give_up_at)
 inline constexpr std::string_view read_timeout = "read-timeout";  ///< read of a read-modify-write timed out
 inline constexpr std::string_view read_rejected = "read-rejected";  ///< a fenced store refused a stale read
-inline constexpr std::string_view extended = "extended";          ///< a client extended its lock / lease
+inline constexpr std::string_view extended = "extended";            ///< a client extended its lock / lease
 inline constexpr std::string_view extend_failed = "extend-failed";  ///< an extension was refused
 inline constexpr std::string_view expired = "expired";              ///< the lease no longer looked valid
 inline constexpr std::string_view lease_check =
@@ -50,11 +50,10 @@ inline constexpr std::string_view raft_election = "raft-election";  ///< a Raft 
 inline constexpr std::string_view raft_leader = "raft-leader";      ///< a Raft member became leader
 inline constexpr std::string_view raft_holder = "raft-holder";      ///< the lease service granted the lock
 inline constexpr std::array<std::string_view, 24> all = {
-    read_rejected,
-    acquire,        acquire_sent,  acquired,      acquire_failed, gave_up,      read_timeout,
-    extended,       extend_failed, expired,       lease_check,    write,        write_accepted,
-    write_rejected, write_timeout, released,      extend_sent,    release_sent, failover,
-    promoted,       demoted,       raft_election, raft_leader,    raft_holder};
+    read_rejected,  acquire,        acquire_sent,  acquired,      acquire_failed, gave_up,
+    read_timeout,   extended,       extend_failed, expired,       lease_check,    write,
+    write_accepted, write_rejected, write_timeout, released,      extend_sent,    release_sent,
+    failover,       promoted,       demoted,       raft_election, raft_leader,    raft_holder};
 }  // namespace note
 
 /// Protocol names a file may use even before the protocol is registered (so catalog files validate while the

@@ -40,7 +40,8 @@ class LeaseClient final : public LockClient {
  public:
   /// `acquire_timeout`: how long acquire() keeps trying (etcd's Lock blocks until its context ends).
   /// `trust_reply` (teaching variant "trust-reply"): accept a lock reply that arrives after the lease already
-  /// ran out on the client's clock, as etcd's Mutex did before it re-checked its key after waiting (etcd #11456).
+  /// ran out on the client's clock, as etcd's Mutex did before it re-checked its key after waiting (etcd
+  /// #11456).
   LeaseClient(std::vector<ProcId> servers, Duration keepalive_interval, Duration rpc_timeout,
               Duration acquire_timeout, bool trust_reply = false);
   std::optional<Grant> acquire(Context& ctx, const std::string& key, Duration ttl) override;

@@ -1,4 +1,5 @@
-// The locksim command line. Exit codes: 0 as expected / safe, 1 violation or expectation not met, 2 input error.
+// The locksim command line. Exit codes: 0 as expected / safe, 1 violation or expectation not met, 2 input
+// error.
 #include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -13,8 +14,8 @@
 
 #include "reports/report.hpp"
 #include "scenarios/catalog.hpp"
-#include "scenarios/runner.hpp"
 #include "scenarios/explore.hpp"
+#include "scenarios/runner.hpp"
 
 #if defined(LOCKSIM_HAVE_BENCH)
 #include "bench/bench.hpp"
@@ -43,7 +44,8 @@ void validate_protocols(const std::vector<std::string>& ps) {
     if (std::find(names.begin(), names.end(), p) != names.end()) continue;
     std::string near = nearest(p, names);
     input_error(fmt::format("unknown protocol '{}'{}; known: {}", p,
-                            near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near), fmt::join(names, ", ")));
+                            near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near),
+                            fmt::join(names, ", ")));
   }
 }
 
@@ -60,7 +62,8 @@ bool use_color(bool no_color) {
   return !no_color && isatty(fileno(stdout)) && std::getenv("NO_COLOR") == nullptr;
 }
 
-/// Columns for the terminal timeline: $COLUMNS, else the terminal's width, else 0 (the report's default, 100).
+/// Columns for the terminal timeline: $COLUMNS, else the terminal's width, else 0 (the report's default,
+/// 100).
 int term_width() {
   if (const char* c = std::getenv("COLUMNS")) {
     const int n = std::atoi(c);
@@ -140,7 +143,8 @@ struct Cell {
 /// A run that stopped at a limit (events, simulated time, mailbox) is inconclusive: its history was cut short
 /// wherever the limit fell, with clients still running, so it gets no verdict. Throws InputError
 /// ("FILE: limit: ..."): exit 2. A scenario that means to observe for a fixed time says so with its clients'
-/// `give_up_at` (the Jepsen workload does), so its clients finish and the run ends as "done" before `max_time`.
+/// `give_up_at` (the Jepsen workload does), so its clients finish and the run ends as "done" before
+/// `max_time`.
 void require_within_limits(const RunOutput& r, const Scenario& sc) {
   if (!r.run.limit_hit()) return;
   std::string which;
@@ -155,10 +159,11 @@ void require_within_limits(const RunOutput& r, const Scenario& sc) {
       which = "a mailbox over its limit (a process flooded with messages)";
       break;
   }
-  throw InputError(sc.file.empty() ? sc.name : sc.file, 0, "limit",
-                   fmt::format("{} with {} stopped at {} after {} events at {}: inconclusive, no verdict; raise "
-                               "[limits] or shorten the scenario",
-                               sc.name, r.protocol, which, r.run.events, format_time(r.run.end)));
+  throw InputError(
+      sc.file.empty() ? sc.name : sc.file, 0, "limit",
+      fmt::format("{} with {} stopped at {} after {} events at {}: inconclusive, no verdict; raise "
+                  "[limits] or shorten the scenario",
+                  sc.name, r.protocol, which, r.run.events, format_time(r.run.end)));
 }
 
 Cell run_cell(const Scenario& sc, const std::string& p) {
@@ -184,9 +189,10 @@ int cmd_list() {
 }
 
 /// `run --compare P1,P2,...`: the identical fault plan against several protocols, side by side.
-int cmd_compare(const std::string& scenario, const std::vector<std::string>& ps, std::optional<std::uint64_t> seed,
-                const std::string& out_file, bool no_color) {
-  if (ps.size() < 2) input_error("--compare needs at least two protocols, e.g. --compare redlock,lease+fence");
+int cmd_compare(const std::string& scenario, const std::vector<std::string>& ps,
+                std::optional<std::uint64_t> seed, const std::string& out_file, bool no_color) {
+  if (ps.size() < 2)
+    input_error("--compare needs at least two protocols, e.g. --compare redlock,lease+fence");
   validate_protocols(ps);
   Scenario sc = load_scenario(scenario);
   std::vector<RunOutput> runs;
@@ -201,14 +207,16 @@ int cmd_compare(const std::string& scenario, const std::vector<std::string>& ps,
   return any_unsafe ? kFail : kOk;
 }
 
-int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in, std::optional<std::uint64_t> seed,
-            const std::string& report, const std::string& out_file, bool no_color, bool trace, bool step) {
+int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in,
+            std::optional<std::uint64_t> seed, const std::string& report, const std::string& out_file,
+            bool no_color, bool trace, bool step) {
   Scenario sc = load_scenario(scenario);
   auto ps = protocols_for(sc, ps_in);
   validate_protocols(ps);
   if (report == "html" && ps.size() > 1)
-    input_error(fmt::format("--report html draws one run; choose one protocol with -p (this scenario runs {})",
-                            fmt::join(ps, ", ")));
+    input_error(
+        fmt::format("--report html draws one run; choose one protocol with -p (this scenario runs {})",
+                    fmt::join(ps, ", ")));
   bool any_unsafe = false;
   std::string text;
   std::vector<std::string> jsons;
@@ -216,7 +224,7 @@ int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in, 
   for (const auto& p : ps) {
     RunOptions ro;
     ro.seed = seed;
-    const auto t0 = std::chrono::steady_clock::now();  // wall time for JUnit only; never enters a run
+    const WallTimer timer;  // JUnit durations only
     RunOutput r = run_scenario(sc, p, ro);
     require_within_limits(r, sc);
     any_unsafe |= !r.check.safe;
@@ -225,9 +233,12 @@ int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in, 
       text = html_report(r, sc);
     } else if (report == "junit") {
       auto exp = sc.expect.find(p);
-      JUnitCase jc{sc.name, p, exp == sc.expect.end() ? "" : std::string(to_string(exp->second)),
+      JUnitCase jc{sc.name,
+                   p,
+                   exp == sc.expect.end() ? "" : std::string(to_string(exp->second)),
                    std::string(to_string(r.verdict())),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ""};
+                   timer.seconds(),
+                   ""};
       if (!r.check.safe)
         jc.message = story(r) + fmt::format("replay: locksim run {} -p {} --seed {}", scenario, p, r.seed);
       cases.push_back(std::move(jc));
@@ -243,7 +254,8 @@ int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in, 
   }
   if (report == "junit") text = junit_report(cases);
   if (report == "json") {
-    if (jsons.size() == 1) text = jsons[0];
+    if (jsons.size() == 1)
+      text = jsons[0];
     else {
       text = "[\n";
       for (std::size_t i = 0; i < jsons.size(); ++i) text += jsons[i] + (i + 1 < jsons.size() ? ",\n" : "\n");
@@ -275,7 +287,8 @@ int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<s
       for (const auto& c : cells) out += " " + c + " |";
     } else {
       out += fmt::format("{:<{}}", first, w0);
-      for (std::size_t i = 0; i < cells.size(); ++i) out += fmt::format("  {:<{}}", cells[i], std::max<std::size_t>(cols[i].size(), 10));
+      for (std::size_t i = 0; i < cells.size(); ++i)
+        out += fmt::format("  {:<{}}", cells[i], std::max<std::size_t>(cols[i].size(), 10));
     }
     out += "\n";
   };
@@ -316,11 +329,10 @@ int cmd_check(const std::vector<std::string>& paths, const std::string& junit_fi
       continue;
     }
     for (const auto& [p, v] : sc.expect) {
-      const auto t0 = std::chrono::steady_clock::now();  // wall time for JUnit only; never enters a run
+      const WallTimer timer;  // JUnit durations only
       Cell c = run_cell(sc, p);
       (c.ok() ? passed : failed)++;
-      JUnitCase jc{sc.name, p, std::string(to_string(v)), std::string(to_string(c.got)),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ""};
+      JUnitCase jc{sc.name, p, std::string(to_string(v)), std::string(to_string(c.got)), timer.seconds(), ""};
       if (!c.ok())
         jc.message = fmt::format("expected {}, got {}; replay: locksim run {} -p {}", to_string(v),
                                  to_string(c.got), s, p);
@@ -349,7 +361,9 @@ int cmd_demo(bool no_color) {
     const bool ok = exp == sc.expect.end() || exp->second == r.verdict();
     if (!ok) ++mismatches;
     summary += fmt::format("  {:<12} {:<7} {}\n", p, to_string(r.verdict()),
-                           exp == sc.expect.end() ? "" : ok ? "(as the literature says)" : "(NOT as expected)");
+                           exp == sc.expect.end() ? ""
+                           : ok                   ? "(as the literature says)"
+                                                  : "(NOT as expected)");
   }
   fmt::print("{}\nverdicts for {}:\n{}", std::string(78, '='), name, summary);
   fmt::print("\nnext: `locksim run {} -p redis --report json`, `locksim matrix`, `locksim list`\n", name);
@@ -371,19 +385,23 @@ int main(int argc, char** argv) {
   std::optional<std::uint64_t> seed;
   bool no_color = false, trace = false, step = false;
   auto* run = app.add_subcommand("run", "Run a scenario against one or more protocols and judge it");
-  run->add_option("SCENARIO", scenario, "catalog name (see `locksim list`) or path to a .toml file")->required();
-  run->add_option("-p,--protocol", protocols, "protocol(s) to run (default: those the scenario has expectations for)");
+  run->add_option("SCENARIO", scenario, "catalog name (see `locksim list`) or path to a .toml file")
+      ->required();
+  run->add_option("-p,--protocol", protocols,
+                  "protocol(s) to run (default: those the scenario has expectations for)");
   run->add_option("--seed", seed, "seed (default: the scenario's)")->check(CLI::NonNegativeNumber);
-  run->add_option("--report", report, "report format: text (terminal), json, html (one page with a space-time "
-                                      "diagram; use -o FILE), junit (one test case per protocol)")
+  run->add_option("--report", report,
+                  "report format: text (terminal), json, html (one page with a space-time "
+                  "diagram; use -o FILE), junit (one test case per protocol)")
       ->check(CLI::IsMember({"text", "json", "html", "junit"}));
   run->add_option("-o,--output", out_file, "write the report to FILE");
   run->add_flag("--no-color", no_color, "plain text even on a terminal");
   run->add_flag("--trace", trace, "append the full event trace (text report)");
   std::vector<std::string> compare;
-  run->add_option("--compare", compare,
-                  "run the identical fault plan against these protocols (comma-separated) and show where their "
-                  "histories part")
+  run->add_option(
+         "--compare", compare,
+         "run the identical fault plan against these protocols (comma-separated) and show where their "
+         "histories part")
       ->delimiter(',');
   run->add_flag("--step", step, "print the run one event at a time, waiting for Enter (q + Enter quits)");
 
@@ -398,22 +416,25 @@ int main(int argc, char** argv) {
   std::string cjunit;
   auto* check = app.add_subcommand("check", "Check every scenario's expected verdicts (what CI runs)");
   check->add_option("PATH", cpaths, "scenario files or directories (default: the catalog)");
-  check->add_option("--junit", cjunit, "also write JUnit XML to FILE (one test case per scenario × protocol)");
+  check->add_option("--junit", cjunit,
+                    "also write JUnit XML to FILE (one test case per scenario × protocol)");
 
   bool dno_color = false;
-  auto* demo = app.add_subcommand("demo", "Kleppmann's GC-pause scenario against every protocol, with verdicts");
+  auto* demo =
+      app.add_subcommand("demo", "Kleppmann's GC-pause scenario against every protocol, with verdicts");
   demo->add_flag("--no-color", dno_color, "plain text even on a terminal");
 
   std::vector<std::string> bench_args;
   auto* bench = app.add_subcommand("bench", "Performance figures (not a test): kernel, churn, scale");
-  // No positional: a positional would swallow option values ("--clients 3" losing its 3). As a prefix command,
-  // the name and everything after it go, in order, to remaining() and on to run_bench.
+  // No positional: a positional would swallow option values ("--clients 3" losing its 3). As a prefix
+  // command, the name and everything after it go, in order, to remaining() and on to run_bench.
   bench->footer("usage: locksim bench [kernel|churn|scale [OPTIONS...]]   (NAME --help for its options)");
   bench->prefix_command();
 
   // Chaos exploration (scenarios/explore.hpp holds the implementations).
   ExploreArgs xa;
-  auto* explore = app.add_subcommand("explore", "Random fault plans over many seeds; shrink the first failure");
+  auto* explore =
+      app.add_subcommand("explore", "Random fault plans over many seeds; shrink the first failure");
   explore->add_option("SCENARIO", xa.scenario, "catalog name or path to a .toml file")->required();
   explore->add_option("-p,--protocol", xa.protocol, "protocol to explore")->required();
   explore->add_option("--seeds", xa.seeds, "number of seeds (runs)")->check(CLI::PositiveNumber);
@@ -421,12 +442,14 @@ int main(int argc, char** argv) {
   explore->add_option("-j,--jobs", xa.jobs, "threads (default: one per core); results do not depend on it");
   explore->add_option("--shard", xa.shard, "K/N: run only shard K (0-based) of N");
   explore->add_option("--shards", xa.shards, "N shards, the index K from JOB_COMPLETION_INDEX (Kubernetes)");
-  explore->add_option("-o,--out", xa.out, "JSONL file, one line per run in seed order ({shard} = shard index)");
+  explore->add_option("-o,--out", xa.out,
+                      "JSONL file, one line per run in seed order ({shard} = shard index)");
   explore->add_flag("--resume", xa.resume, "skip the seeds already in --out and append the rest");
   explore->add_option("--mode", xa.mode, "within: the protocol's timing assumptions; anything: anything goes")
       ->check(CLI::IsMember({"within", "anything"}));
   explore->add_option("--max-faults", xa.max_faults, "most timed faults in one plan");
-  explore->add_flag("--keep-faults", xa.keep_scripted, "keep the scenario's own faults and add the nemesis's");
+  explore->add_flag("--keep-faults", xa.keep_scripted,
+                    "keep the scenario's own faults and add the nemesis's");
   explore->add_flag("!--no-shrink", xa.shrink, "do not shrink the first failure into a replay file");
   explore->add_option("--shrink-runs", xa.shrink_runs, "run budget for shrinking");
   explore->add_option("--replay-out", xa.replay_out, "where to write the replay file of the first failure");
@@ -434,7 +457,8 @@ int main(int argc, char** argv) {
 
   std::string replay_file;
   bool rno_color = false;
-  auto* replay_cmd = app.add_subcommand("replay", "Re-run a replay file; fail loudly if its trace hash differs");
+  auto* replay_cmd =
+      app.add_subcommand("replay", "Re-run a replay file; fail loudly if its trace hash differs");
   replay_cmd->add_option("FILE", replay_file, "replay file written by `locksim explore`")->required();
   replay_cmd->add_flag("--no-color", rno_color, "plain text even on a terminal");
 
@@ -448,8 +472,8 @@ int main(int argc, char** argv) {
     for (auto* s : app.get_subcommands({})) subs.push_back(s->get_name());
     if (std::find(subs.begin(), subs.end(), argv[1]) == subs.end()) {
       std::string near = nearest(argv[1], subs);
-      fmt::print(stderr, "locksim: error: unknown command '{}'{}\nrun `locksim --help` for the list\n", argv[1],
-                 near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
+      fmt::print(stderr, "locksim: error: unknown command '{}'{}\nrun `locksim --help` for the list\n",
+                 argv[1], near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
       return kInput;
     }
   }
