@@ -177,7 +177,9 @@ std::string name_list(const std::vector<std::string>& v) {
   return s + "]";
 }
 
-std::string fault_kind(Fault::Kind k) { return std::string(to_string(k)); }
+std::string fault_kind(Fault::Kind k) {
+  return std::string(to_string(k));
+}
 
 void fault_lines(std::string& s, const FaultSpec& f) {
   const Fault& x = f.fault;
@@ -254,8 +256,8 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
   if (!sc.teaches.empty()) s += fmt::format("teaches = {}\n", q(sc.teaches));
   s += fmt::format("seed = {}\n", sc.seed);
 
-  s += fmt::format("\n[limits]\nmax_time = {}\nmax_events = {}\nmax_mailbox = {}\n", dur(sc.max_time), sc.max_events,
-                   sc.max_mailbox);
+  s += fmt::format("\n[limits]\nmax_time = {}\nmax_events = {}\nmax_mailbox = {}\n", dur(sc.max_time),
+                   sc.max_events, sc.max_mailbox);
   s += fmt::format("\n[lock]\nkey = {}\nttl = {}\n", q(sc.lock_key), dur(sc.config.ttl));
   s += fmt::format("\n[resource]\nname = {}\nkey = {}\nmode = \"{}\"\nvariant = {}\n", q(sc.resource_name),
                    q(sc.resource_key),

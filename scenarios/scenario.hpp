@@ -1,6 +1,7 @@
 #pragma once
-/// A scenario: everything needed to build a world, run a workload against one protocol, and judge it. Scenarios
-/// come from the built-in catalog or from TOML files (scenarios/loader.hpp); both produce this struct.
+/// A scenario: everything needed to build a world, run a workload against one protocol, and judge it.
+/// Scenarios come from the built-in catalog or from TOML files (scenarios/loader.hpp); both produce this
+/// struct.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -28,11 +29,11 @@ struct ClientSpec {
   Duration work_min{0}, work_max{0};    ///< work before each write (uniform), e.g. read–sleep–write
   Duration think_min{0}, think_max{0};  ///< pause between releasing and the next acquire
   Duration retry_delay{500ms};          ///< wait after the protocol gave up acquiring
-  Time give_up_at{0};                   ///< stop trying to acquire after this true time (0 = scenario max_time)
-  bool read_modify_write = false;       ///< counter workload: read the value, work, write value+1
-  bool check_before_write = true;       ///< check the lease looks valid right before each write (careful code)
-  bool extend_before_write = false;     ///< extend/keep the lease alive before each write (long-running job)
-  bool release = true;                  ///< release at the end of the critical section
+  Time give_up_at{0};                ///< stop trying to acquire after this true time (0 = scenario max_time)
+  bool read_modify_write = false;    ///< counter workload: read the value, work, write value+1
+  bool check_before_write = true;    ///< check the lease looks valid right before each write (careful code)
+  bool extend_before_write = false;  ///< extend/keep the lease alive before each write (long-running job)
+  bool release = true;               ///< release at the end of the critical section
 };
 
 /// A node clock setting, by process name.
@@ -79,10 +80,11 @@ struct Scenario {
   std::vector<FaultSpec> faults;
   Time max_time{60s};
   std::uint64_t max_events = 5'000'000;
-  std::size_t max_mailbox = 1'000'000;  ///< messages waiting in one mailbox before the run stops (inconclusive)
+  std::size_t max_mailbox =
+      1'000'000;  ///< messages waiting in one mailbox before the run stops (inconclusive)
 
-  std::vector<std::string> protocols;         ///< protocols the scenario runs by default (order kept)
-  std::map<std::string, Verdict> expect;      ///< expected verdict per protocol
+  std::vector<std::string> protocols;     ///< protocols the scenario runs by default (order kept)
+  std::map<std::string, Verdict> expect;  ///< expected verdict per protocol
 
   const ProtocolConfig& config_for(const std::string& protocol) const {
     auto it = per_protocol.find(protocol);

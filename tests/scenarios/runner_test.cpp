@@ -1,6 +1,6 @@
-// End-to-end tests of the runner with a small user-defined protocol (tests/support/toy_protocol.hpp): a user plugs a
-// protocol in through the registry without touching sim/, and the workload, history, checker and reports work
-// together.
+// End-to-end tests of the runner with a small user-defined protocol (tests/support/toy_protocol.hpp): a user
+// plugs a protocol in through the registry without touching sim/, and the workload, history, checker and
+// reports work together.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -85,8 +85,9 @@ TEST(Runner, UnknownProcessInFaultIsAnInputError) {
   }
 }
 
-// Issue 3's persistence matrix for Redlock, on the catalog's restart scenario: a node of client1's majority crashes
-// and restarts at once, and client2 gets a majority that includes it. What survives the crash decides the verdict.
+// Issue 3's persistence matrix for Redlock, on the catalog's restart scenario: a node of client1's majority
+// crashes and restarts at once, and client2 gets a majority that includes it. What survives the crash decides
+// the verdict.
 namespace {
 Verdict restart_verdict(bool aof, FsyncPolicy fsync, bool power_loss) {
   Scenario sc = load_scenario("redis-restart-no-fsync");
@@ -102,7 +103,9 @@ Verdict restart_verdict(bool aof, FsyncPolicy fsync, bool power_loss) {
 }
 }  // namespace
 
-TEST(RedlockPersistence, NoAofIsUnsafe) { EXPECT_EQ(restart_verdict(false, FsyncPolicy::never, true), Verdict::unsafe); }
+TEST(RedlockPersistence, NoAofIsUnsafe) {
+  EXPECT_EQ(restart_verdict(false, FsyncPolicy::never, true), Verdict::unsafe);
+}
 TEST(RedlockPersistence, AofEverySecondPowerLossIsUnsafe) {
   EXPECT_EQ(restart_verdict(true, FsyncPolicy::periodic, true), Verdict::unsafe);
 }
@@ -114,8 +117,8 @@ TEST(RedlockPersistence, AofProcessCrashIsSafeEvenWithoutFsync) {
   EXPECT_EQ(restart_verdict(true, FsyncPolicy::never, false), Verdict::safe);
 }
 
-// Determinism over the whole catalog: every scenario × protocol twice gives the same trace hash and byte-identical
-// JSON report; a different seed gives a different trace.
+// Determinism over the whole catalog: every scenario × protocol twice gives the same trace hash and
+// byte-identical JSON report; a different seed gives a different trace.
 TEST(CatalogDeterminism, SameSeedSameBytes) {
   for (const auto& name : catalog_names()) {
     Scenario sc = load_scenario(name);
@@ -130,8 +133,8 @@ TEST(CatalogDeterminism, SameSeedSameBytes) {
   }
 }
 
-// Counterfactual replay: the same plan against redlock and lease+fence; the histories agree until client1's stale
-// write, which one store accepts and the other rejects.
+// Counterfactual replay: the same plan against redlock and lease+fence; the histories agree until client1's
+// stale write, which one store accepts and the other rejects.
 TEST(Compare, ShowsWhereTheHistoriesPart) {
   Scenario sc = load_scenario("kleppmann-gc-pause");
   std::vector<RunOutput> runs{run_scenario(sc, "redlock"), run_scenario(sc, "lease+fence")};
