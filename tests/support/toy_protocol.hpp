@@ -51,10 +51,12 @@ class ToyClient : public LockClient {
   ProcId server_;
 };
 
-/// Server side: one process "toy1" that records every grant as a service set (ground truth for the checker).
+/// Server side: one process (default "toy1") that records every grant as a service set (ground truth for the
+/// checker).
 class ToyProtocol : public Protocol {
  public:
-  explicit ToyProtocol(bool fenced) : fenced_(fenced) {}
+  explicit ToyProtocol(bool fenced, std::string server = "toy1")
+      : fenced_(fenced), server_(std::move(server)) {}
   std::string name() const override { return fenced_ ? "toylock+fence" : "toylock"; }
   std::string summary() const override { return "test protocol"; }
   bool fenced() const override { return fenced_; }
@@ -62,13 +64,14 @@ class ToyProtocol : public Protocol {
     History* h = &history;
     World* w = &world;
     ProcId s = world.spawn(
-        "toy1",
+        server_,
         [h, w](Context& ctx) {
           std::map<std::string, std::pair<std::string, Time>> held;
           std::uint64_t counter = 33;
           for (;;) {
             auto m = ctx.receive();
             const auto* rq = m->as<ToyReq>();
+            if (!rq) continue;
             auto it = held.find(rq->key);
             const bool free = it == held.end() || it->second.second <= ctx.now();
             if (rq->release) {
@@ -87,18 +90,20 @@ class ToyProtocol : public Protocol {
     return ServiceInfo{{s}};
   }
   std::unique_ptr<LockClient> make_client(Context& ctx, const ProtocolConfig&) override {
-    return std::make_unique<ToyClient>(ctx.lookup("toy1"));
+    return std::make_unique<ToyClient>(ctx.lookup(server_));
   }
 
  private:
   bool fenced_;
+  std::string server_;
 };
 
-/// Registers "toylock" and "toylock+fence" (idempotent: re-adding replaces the entry).
-inline void register_toy() {
+/// Registers "toylock" and "toylock+fence" (idempotent: re-adding replaces the entry) with its server named
+/// `server` (replay files need a name the scenario loader knows, e.g. "redis1").
+inline void register_toy(const std::string& server = "toy1") {
   auto& reg = ProtocolRegistry::instance();
-  reg.add("toylock", "test", [] { return std::make_unique<ToyProtocol>(false); });
-  reg.add("toylock+fence", "test", [] { return std::make_unique<ToyProtocol>(true); });
+  reg.add("toylock", "test", [server] { return std::make_unique<ToyProtocol>(false, server); });
+  reg.add("toylock+fence", "test", [server] { return std::make_unique<ToyProtocol>(true, server); });
 }
 
 /// Kleppmann's GC pause with the toy protocol: client1 is paused for `pause` right after its lease check;
