@@ -7,8 +7,7 @@ namespace locksim {
 NodeClock::NodeClock(ClockOptions opts)
     : ppm_(std::clamp(opts.drift_ppm, -kMaxDriftPpm, kMaxDriftPpm)), wall_offset_(opts.offset) {}
 
-Time NodeClock::monotonic(Time t) const {
-  if (ppm_ == 0) return base_local_ + (t - base_true_);  // no drift: skip the 128-bit division (hot path)
+Time NodeClock::monotonic_drifting(Time t) const {
   const __int128 dt = (t - base_true_).count();
   const __int128 local = dt + (dt * ppm_) / 1'000'000;
   return base_local_ + Duration{static_cast<std::int64_t>(local)};

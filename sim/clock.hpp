@@ -20,7 +20,10 @@ class NodeClock {
   explicit NodeClock(ClockOptions opts = {});
 
   /// The monotonic clock at true time t (t must not be before the last change).
-  Time monotonic(Time t) const;
+  Time monotonic(Time t) const {
+    if (ppm_ == 0) return base_local_ + (t - base_true_);  // no drift: no 128-bit arithmetic (hot path)
+    return monotonic_drifting(t);
+  }
   /// The wall clock at true time t.
   Time wall(Time t) const { return monotonic(t) + wall_offset_; }
 
@@ -39,6 +42,7 @@ class NodeClock {
   Duration wall_offset() const { return wall_offset_; }
 
  private:
+  Time monotonic_drifting(Time t) const;
   Time base_true_{0};
   Time base_local_{0};
   std::int64_t ppm_ = 0;

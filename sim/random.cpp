@@ -29,18 +29,6 @@ Rng Rng::stream(std::uint64_t id) const {
   return Rng(sm.next() ^ id);
 }
 
-std::uint64_t Rng::next() {
-  const std::uint64_t result = rotl(s_[0] + s_[3], 23) + s_[0];
-  const std::uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
-}
-
 std::uint64_t Rng::below(std::uint64_t bound) {
   if (bound == 0) return 0;
   unsigned __int128 m = static_cast<unsigned __int128>(next()) * bound;

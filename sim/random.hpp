@@ -45,7 +45,17 @@ class Rng {
   [[nodiscard]] Rng stream(std::string_view name) const;
   [[nodiscard]] Rng stream(std::uint64_t id) const;
 
-  std::uint64_t next();
+  std::uint64_t next() {
+    const std::uint64_t result = rotl(s_[0] + s_[3], 23) + s_[0];
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
   std::uint64_t seed() const { return seed_; }
 
   /// Uniform integer in [0, bound), unbiased (Lemire's multiply-and-reject). bound == 0 gives 0.
@@ -64,6 +74,7 @@ class Rng {
   Duration pareto(Duration scale, double alpha, Duration cap);
 
  private:
+  static constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   std::uint64_t seed_;
   std::array<std::uint64_t, 4> s_{};
 };

@@ -48,44 +48,41 @@ std::string_view to_string(TraceKind k) {
   return "?";
 }
 
-namespace {
-constexpr std::size_t kHashBatch = 16 * 1024;
-}
-
 Trace::Trace(bool keep_events, std::uint64_t max_kept)
-    : keep_(keep_events), max_kept_(max_kept), state_(XXH3_createState()) {
+    : keep_(keep_events), max_kept_(max_kept), state_(XXH3_createState()), pending_(kBatch) {
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
-  pending_.reserve(kHashBatch + 512);
 }
 
 void Trace::flush() const {
-  if (pending_.empty()) return;
-  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), pending_.data(), pending_.size());
-  pending_.clear();
+  if (used_ == 0) return;
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), pending_.data(), used_);
+  used_ = 0;
+}
+
+void Trace::append(const void* p, std::size_t n) {
+  if (n == 0) return;
+  if (used_ + n > kBatch) {
+    flush();
+    if (n > kBatch) {  // a huge label or detail: hash it in place (the same byte stream)
+      XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), p, n);
+      return;
+    }
+  }
+  std::memcpy(pending_.data() + used_, p, n);
+  used_ += n;
 }
 
 Trace::~Trace() {
   XXH3_freeState(static_cast<XXH3_state_t*>(state_));
 }
 
-namespace {
-void put_u64(unsigned char* p, std::uint64_t v) {
-  if constexpr (std::endian::native == std::endian::little) {
-    std::memcpy(p, &v, 8);  // one store; the byte loop below cost ~400 instructions per event
-  } else {
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));  // little-endian everywhere
-  }
-}
-}  // namespace
-
 void Trace::record(TraceEvent ev) {
   record(ev.time, ev.node_time, ev.wall_time, ev.kind, ev.proc, ev.peer, ev.msg, ev.label, ev.detail);
   if (keep_) events_.back() = std::move(ev);
 }
 
-void Trace::record(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
-                   std::uint64_t msg, std::string_view label, std::string_view detail) {
-  // Canonical form: fixed-width little-endian fields, then the strings (their lengths are in the fixed part).
+void Trace::record_slow(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
+                        std::uint64_t msg, std::string_view label, std::string_view detail) {
   constexpr std::size_t kFixed = 8 * 7 + 1;
   unsigned char buf[kFixed];
   put_u64(buf, static_cast<std::uint64_t>(time.count()));
@@ -96,19 +93,22 @@ void Trace::record(Time time, Time node_time, Time wall_time, TraceKind kind, Pr
   put_u64(buf + 40, label.size());
   put_u64(buf + 48, detail.size());
   buf[56] = static_cast<unsigned char>(kind);
-  pending_.insert(pending_.end(), buf, buf + kFixed);
-  pending_.insert(pending_.end(), label.begin(), label.end());
-  pending_.insert(pending_.end(), detail.begin(), detail.end());
-  if (pending_.size() >= kHashBatch) flush();
+  append(buf, kFixed);
+  append(label.data(), label.size());
+  append(detail.data(), detail.size());
   ++count_;
-  if (keep_ && events_.size() >= max_kept_) {
+  if (keep_) keep(time, node_time, wall_time, kind, proc, peer, msg, label, detail);
+}
+
+void Trace::keep(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
+                 std::uint64_t msg, std::string_view label, std::string_view detail) {
+  if (events_.size() >= max_kept_) {
     keep_ = false;  // the hash goes on; the kept list stops growing
     truncated_ = true;
+    return;
   }
-  if (keep_) {
-    events_.push_back(TraceEvent{time, node_time, wall_time, kind, proc, peer, msg, std::string(label),
-                                 std::string(detail)});
-  }
+  events_.push_back(
+      TraceEvent{time, node_time, wall_time, kind, proc, peer, msg, std::string(label), std::string(detail)});
 }
 
 std::uint64_t Trace::hash() const {

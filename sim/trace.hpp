@@ -1,5 +1,6 @@
 #pragma once
 /// The trace: every kernel event with true time and node time, and a 64-bit hash over its canonical form.
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -64,9 +65,34 @@ class Trace {
   ~Trace();
 
   void record(TraceEvent ev);
-  /// Same as record(), without building a TraceEvent unless events are kept (the hot path).
+  /// Same as record(), without building a TraceEvent unless events are kept (the hot path, inline: the
+  /// canonical bytes are written straight into the hash batch).
   void record(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
-              std::uint64_t msg, std::string_view label, std::string_view detail);
+              std::uint64_t msg, std::string_view label, std::string_view detail) {
+    // Canonical form: fixed-width little-endian fields, then the strings (their lengths are in the fixed
+    // part).
+    constexpr std::size_t kFixed = 8 * 7 + 1;
+    if (used_ + kFixed + label.size() + detail.size() > kBatch) [[unlikely]] {
+      record_slow(time, node_time, wall_time, kind, proc, peer, msg, label, detail);
+      return;
+    }
+    unsigned char* buf = pending_.data() + used_;
+    put_u64(buf, static_cast<std::uint64_t>(time.count()));
+    put_u64(buf + 8, static_cast<std::uint64_t>(node_time.count()));
+    put_u64(buf + 16, static_cast<std::uint64_t>(wall_time.count()));
+    put_u64(buf + 24, (static_cast<std::uint64_t>(proc.value) << 32) | peer.value);
+    put_u64(buf + 32, msg);
+    put_u64(buf + 40, label.size());
+    put_u64(buf + 48, detail.size());
+    buf[56] = static_cast<unsigned char>(kind);
+    buf += kFixed;
+    for (char c : label) *buf++ = static_cast<unsigned char>(c);  // labels are short: no memcpy call
+    if (!detail.empty()) std::memcpy(buf, detail.data(), detail.size());
+    used_ += kFixed + label.size() + detail.size();
+    ++count_;
+    if (keep_) [[unlikely]]
+      keep(time, node_time, wall_time, kind, proc, peer, msg, label, detail);
+  }
   std::uint64_t hash() const;
   std::uint64_t count() const { return count_; }
   const std::vector<TraceEvent>& events() const { return events_; }
@@ -82,10 +108,25 @@ class Trace {
   bool truncated_ = false;
   std::uint64_t count_ = 0;
   void* state_;  // XXH3 streaming state (opaque here to keep xxhash.h out of headers)
-  /// Canonical bytes not yet fed to the hash: one XXH3 update per 16 KiB instead of one per event (the same
-  /// byte stream, so the same hash).
+  /// Canonical bytes not yet fed to the hash: one XXH3 update per 2 KiB instead of one per event (the same
+  /// byte stream, so the same hash). Events are encoded straight into it; small enough to stay in L1.
+  static constexpr std::size_t kBatch = 16 * 1024;
   mutable std::vector<unsigned char> pending_;
+  mutable std::size_t used_ = 0;
   void flush() const;
+  void append(const void* p, std::size_t n);
+  void record_slow(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
+                   std::uint64_t msg, std::string_view label, std::string_view detail);
+  void keep(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
+            std::uint64_t msg, std::string_view label, std::string_view detail);
+  static void put_u64(unsigned char* p, std::uint64_t v) {
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(p, &v, 8);  // one store
+    } else {
+      for (int i = 0; i < 8; ++i)
+        p[i] = static_cast<unsigned char>(v >> (8 * i));  // little-endian everywhere
+    }
+  }
   std::vector<TraceEvent> events_;
 };
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <boost/context/fiber.hpp>
 #include <boost/context/fixedsize_stack.hpp>
-#include <deque>
 
 #if defined(LOCKSIM_ASAN)
 #include <sanitizer/common_interface_defs.h>
@@ -62,36 +61,68 @@ std::string_view to_string(Fault::Kind k) {
   return "?";
 }
 
+/// A FIFO of message slots with removal anywhere (a receive with a filter may take a later message).
+class Mailbox {
+ public:
+  std::size_t size() const { return slots_.size() - head_; }
+  bool empty() const { return head_ == slots_.size(); }
+  std::uint32_t operator[](std::size_t i) const { return slots_[head_ + i]; }
+  void push_back(std::uint32_t slot) { slots_.push_back(slot); }
+  void erase(std::size_t i) {
+    if (i == 0) {
+      ++head_;
+    } else {
+      slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(head_ + i));
+    }
+    if (head_ == slots_.size()) {
+      slots_.clear();
+      head_ = 0;
+    } else if (head_ >= 64 && head_ * 2 >= slots_.size()) {
+      slots_.erase(slots_.begin(), slots_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+  void clear() {
+    slots_.clear();
+    head_ = 0;
+  }
+
+ private:
+  std::vector<std::uint32_t> slots_;
+  std::size_t head_ = 0;
+};
+
 class Process {
  public:
+  // What every event touches comes first, in the first cache lines.
+  ProcState state = ProcState::created;
+  bool paused = false;
+  bool waiting_receive = false;
+  bool pending_wake = false;  // a wake came while paused
+  std::uint32_t incarnation = 0;
+  std::uint64_t wait_gen = 0;  // bumped at every block; wake events carry it
+  const std::function<bool(const Message&)>* filter = nullptr;
+  ctx::fiber fiber;
+  ctx::fiber sink;                   // the scheduler, seen from inside the fiber
+  const void* stack_hint = nullptr;  // an address in the fiber's live stack when it last blocked (prefetch)
+  Mailbox mailbox;
+  NodeClock clock;
   ProcId id;
+  bool killed = false;
+  std::uint64_t pending_gen = 0;
+  Rng rng;
+
   std::string name;
   Body body;
   ProcessOptions opts;
-  NodeClock clock;
   Storage storage;
-  Rng rng;
-  ProcState state = ProcState::created;
-  std::uint32_t incarnation = 0;
-  std::deque<Message> mailbox;
-
-  // Waiting.
-  std::uint64_t wait_gen = 0;  // bumped at every block; wake events carry it
-  bool waiting_receive = false;
-  const std::function<bool(const Message&)>* filter = nullptr;
-  bool pending_wake = false;  // a wake came while paused
-  std::uint64_t pending_gen = 0;
 
   // Pause.
-  bool paused = false;
   std::uint64_t pause_gen = 0;
   Time pause_until{0};           // when the current pause ends (kTimeMax: until an explicit resume)
   bool restart_pending = false;  // crashed with a planned restart: still counts as live
 
   // Fiber.
-  ctx::fiber fiber;
-  ctx::fiber sink;  // the scheduler, seen from inside the fiber
-  bool killed = false;
   const void* stack_bottom = nullptr;
   std::size_t stack_size = 0;
   void* fake_stack = nullptr;
@@ -171,11 +202,11 @@ std::uint64_t Context::send(ProcId to, Message m) {
   if (fate.lost) {
     w.record(TraceKind::drop, to, proc_.id, id, m.type, fate.why);
   } else {
-    const std::uint32_t inc = w.procs_[to.value]->incarnation;
+    const std::uint64_t dest = (std::uint64_t{to.value} << 32) | w.procs_[to.value]->incarnation;
     for (std::uint32_t i = 0; i < fate.copies; ++i) {
       if (i > 0) w.record(TraceKind::duplicate, to, proc_.id, id, m.type);
       const std::uint32_t slot = w.messages_.put((i + 1 == fate.copies) ? std::move(m) : Message(m));
-      w.push_event(w.now_ + fate.delays[i], World::EvKind::deliver, slot, inc);
+      w.push_event(w.now_ + fate.delays[i], World::EvKind::deliver, slot, dest);
     }
   }
   if (proc_.paused) w.pause_here(proc_);  // a fault fired by this send paused us: stop right here
@@ -190,13 +221,17 @@ std::uint64_t Context::reply(const Message& request, Message m) {
 std::optional<Message> Context::receive(Duration timeout, const std::function<bool(const Message&)>& filter) {
   World& w = world_;
   Process& p = proc_;
-  const Time local_deadline = timeout >= kForever - now() ? kTimeMax : now() + timeout;
-  const Time deadline = local_deadline == kTimeMax ? kTimeMax : p.clock.true_time_at(local_deadline);
+  Time deadline = kTimeMax;
+  if (timeout < kForever) {
+    const Time local = now();
+    if (timeout < kForever - local) deadline = p.clock.true_time_at(local + timeout);
+  }
   for (;;) {
-    for (auto it = p.mailbox.begin(); it != p.mailbox.end(); ++it) {
-      if (!filter || filter(*it)) {
-        Message m = std::move(*it);
-        p.mailbox.erase(it);
+    for (std::size_t i = 0; i < p.mailbox.size(); ++i) {
+      const std::uint32_t slot = p.mailbox[i];
+      if (!filter || filter(w.messages_.items[slot])) {
+        p.mailbox.erase(i);
+        Message m = w.messages_.take(slot);
         w.record(TraceKind::receive, p.id, m.from, m.id, m.type);
         w.check_triggers(Trigger::Kind::receive, p.id, m.type);
         if (p.paused) w.pause_here(p);
@@ -209,7 +244,8 @@ std::optional<Message> Context::receive(Duration timeout, const std::function<bo
     }
     const std::uint64_t gen = ++p.wait_gen;
     p.waiting_receive = true;
-    p.filter = &filter;
+    p.filter =
+        filter ? &filter : nullptr;  // null for "any message": deliver need not look at the fiber's stack
     if (deadline != kTimeMax) w.push_event(deadline, World::EvKind::wake, p.id.value, gen);
     w.block(p);
     p.waiting_receive = false;
@@ -245,10 +281,57 @@ World::~World() {
 }
 
 void World::push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b) {
-  const std::uint64_t tie = opts_.shuffle_ties ? tie_rng_.next() : 0;
-  queue_.push_back(Event{at, tie, seq_++, kind, a, b});
-  std::push_heap(queue_.begin(), queue_.end(), Later{});
+  const std::uint64_t key = opts_.shuffle_ties ? tie_rng_.next() : seq_++;
+  heap_push(Event{at, key, kind, a, b});
 }
+
+#if 0
+void World::heap_push(const Event& e) {
+  queue_.push_back(e);
+  std::push_heap(queue_.begin(), queue_.end(), [](const Event& x, const Event& y) { return before(y, x); });
+}
+World::Event World::heap_pop() {
+  std::pop_heap(queue_.begin(), queue_.end(), [](const Event& x, const Event& y) { return before(y, x); });
+  const Event ev = queue_.back();
+  queue_.pop_back();
+  return ev;
+}
+#else
+void World::heap_push(const Event& e) {
+  std::size_t i = queue_.size();
+  queue_.push_back(e);
+  Event* q = queue_.data();
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 4;
+    if (!before(e, q[parent])) break;
+    q[i] = q[parent];
+    i = parent;
+  }
+  q[i] = e;
+}
+
+World::Event World::heap_pop() {
+  Event* q = queue_.data();
+  const Event top = q[0];
+  const std::size_t n = queue_.size() - 1;
+  const Event last = q[n];
+  queue_.pop_back();
+  if (n == 0) return top;
+  std::size_t i = 0;
+  for (;;) {
+    const std::size_t first = 4 * i + 1;
+    if (first >= n) break;
+    std::size_t best = first;
+    const std::size_t end = std::min(first + 4, n);
+    for (std::size_t c = first + 1; c < end; ++c) best = before(q[c], q[best]) ? c : best;
+    if (!before(q[best], last)) break;
+    q[i] = q[best];
+    i = best;
+  }
+  q[i] = last;
+  return top;
+}
+#endif
 
 void World::push(Time at, std::function<void()> fn) {
   push_event(at, EvKind::callback, callbacks_.put(std::move(fn)), 0);
@@ -260,7 +343,7 @@ void World::dispatch(const Event& ev) {
       wake(*procs_[ev.a], ev.b);
       break;
     case EvKind::deliver:
-      deliver(messages_.take(ev.a), static_cast<std::uint32_t>(ev.b));
+      deliver(ev.a, static_cast<std::uint32_t>(ev.b));
       break;
     case EvKind::start:
       start_fiber(*procs_[ev.a]);
@@ -305,6 +388,7 @@ ProcId World::spawn(std::string name, Body body, ProcessOptions opts) {
   Process& ref = *p;
   ref.context = std::make_unique<Context>(*this, ref);
   procs_.push_back(std::move(p));
+  stack_hints_.push_back(nullptr);
   if (!opts.daemon) ++live_;
   push_event(now_, EvKind::start, ref.id.value, 0);
   arm_fsync(ref);
@@ -378,6 +462,7 @@ void World::pause_here(Process& p) {
 void World::block(Process& p) {
   // Inside p's fiber: hand control back to the scheduler until a wake event resumes us.
   p.state = ProcState::blocked;
+  stack_hints_[p.id.value] = __builtin_frame_address(0);
   LOCKSIM_START_SWITCH(&p.fake_stack, main_stack_bottom, main_stack_size);
   p.sink = std::move(p.sink).resume();
   LOCKSIM_FINISH_SWITCH(p.fake_stack, &main_stack_bottom, &main_stack_size);
@@ -395,17 +480,20 @@ void World::wake(Process& p, std::uint64_t gen) {
   switch_to(p);
 }
 
-void World::deliver(Message m, std::uint32_t incarnation) {
+void World::deliver(std::uint32_t slot, std::uint32_t incarnation) {
+  // The message stays in its slot until a receive takes it; the mailbox holds the slot number.
+  const Message& m = messages_.items[slot];
   Process& p = *procs_[m.to.value];
   if (p.state == ProcState::crashed || p.state == ProcState::exited || p.incarnation != incarnation) {
     record(TraceKind::drop, p.id, m.from, m.id, m.type,
            p.state == ProcState::exited ? "receiver exited" : "receiver crashed");
+    messages_.drop(slot);
     return;
   }
   ++delivered_;
   record(TraceKind::deliver, p.id, m.from, m.id, m.type);
-  const bool wanted = p.waiting_receive && (!*p.filter || (*p.filter)(m));
-  p.mailbox.push_back(std::move(m));
+  const bool wanted = p.waiting_receive && (p.filter == nullptr || (*p.filter)(m));
+  p.mailbox.push_back(slot);
   if (p.mailbox.size() > opts_.limits.max_mailbox) mailbox_overflow_ = true;
   if (wanted) {
     const std::uint64_t gen = p.wait_gen;
@@ -480,6 +568,7 @@ void World::crash(ProcId id, bool power_loss) {
   p.fiber = ctx::fiber{};
   if (!p.opts.daemon && live_ > 0) --live_;
   p.state = ProcState::crashed;
+  for (std::size_t i = 0; i < p.mailbox.size(); ++i) messages_.drop(p.mailbox[i]);
   p.mailbox.clear();
   p.paused = false;
   p.pending_wake = false;
@@ -554,8 +643,7 @@ void World::add_fault(Fault f) {
   }
 }
 
-void World::check_triggers(Trigger::Kind kind, ProcId p, std::string_view label) {
-  if (!have_triggers_[static_cast<int>(kind)]) return;
+void World::match_triggers(Trigger::Kind kind, ProcId p, std::string_view label) {
   for (std::size_t i = 0; i < faults_.size(); ++i) {
     const Trigger& t = faults_[i].when;
     if (t.kind != kind || t.label != label || (t.proc.valid() && t.proc != p)) continue;
@@ -615,13 +703,38 @@ void World::fire(const Fault& f) {
 
 // ---------------------------------------------------------------- running
 
+void World::prefetch_next() const {
+  // Most events resume a fiber whose Process, stack and message are cold when there are many processes:
+  // start loading the next event's while this one runs (a hint only; a wrong guess costs nothing).
+  if (queue_.empty()) return;
+  const Event& e = queue_.front();
+  std::uint32_t proc = 0;
+  switch (e.kind) {
+    case EvKind::wake:
+    case EvKind::start:
+      proc = e.a;
+      break;
+    case EvKind::deliver:
+      proc = static_cast<std::uint32_t>(e.b >> 32);
+      __builtin_prefetch(&messages_.items[e.a]);
+      break;
+    case EvKind::callback:
+      return;
+  }
+  const char* pr = reinterpret_cast<const char*>(procs_[proc].get());
+  __builtin_prefetch(pr);
+  __builtin_prefetch(pr + 64);
+  if (const char* sp = static_cast<const char*>(stack_hints_[proc])) {
+    for (int off = -512; off < 512; off += 64) __builtin_prefetch(sp + off);
+  }
+}
+
 bool World::step() {
   if (queue_.empty()) return false;
-  std::pop_heap(queue_.begin(), queue_.end(), Later{});
-  const Event ev = queue_.back();
-  queue_.pop_back();
+  const Event ev = heap_pop();
   now_ = ev.at;
   ++events_;
+  prefetch_next();
   dispatch(ev);
   return true;
 }

@@ -1,7 +1,7 @@
 #pragma once
-/// The world: one event queue ordered by (time, tie-break, sequence), processes as fibers, node clocks, the
-/// network, faults and the trace. Single-threaded; many worlds may live in one program (nothing global).
-#include <any>
+/// The world: one event queue ordered by time, then insertion order (or a seeded tie-break), processes as
+/// fibers, node clocks, the network, faults and the trace. Single-threaded; many worlds may live in one
+/// program (nothing global).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/any.hpp"
 #include "sim/clock.hpp"
 #include "sim/faults.hpp"
 #include "sim/network.hpp"
@@ -30,12 +31,12 @@ struct Message {
   std::uint64_t reply_to = 0;  ///< for a reply: the id of the request it answers
   ProcId from{}, to{};
   std::string type;
-  std::any body;
+  AnyValue body;       ///< any copyable value; up to 32 bytes stored inline (no allocation)
   std::string detail;  ///< optional human-readable summary for the trace (canonical text only)
 
   template <class T>
   const T* as() const {
-    return std::any_cast<T>(&body);
+    return body.get<T>();
   }
 
   /// A message of `type` carrying `body`.
@@ -216,23 +217,22 @@ class World {
  private:
   friend class Context;
   friend class Process;
-  /// A queue entry: plain data, 40 bytes, so the heap moves cheap words (no std::function per event).
+  /// A queue entry: plain data, 32 bytes, so the heap moves cheap words (no std::function per event).
   enum class EvKind : std::uint32_t { wake, deliver, callback, start };
   struct Event {
     Time at;
-    std::uint64_t tie;
-    std::uint64_t seq;
+    /// Order among events at the same time: the insertion sequence number, or with shuffle_ties a seeded
+    /// random 64-bit key (distinct keys with overwhelming probability; the heap is deterministic either way).
+    std::uint64_t key;
     EvKind kind;
     std::uint32_t a;  ///< wake/start: process; deliver: message slot; callback: callback slot
-    std::uint64_t b;  ///< wake: wait generation; deliver: receiver incarnation
+    std::uint64_t b;  ///< wake: wait generation; deliver: receiver << 32 | receiver incarnation
   };
-  struct Later {
-    bool operator()(const Event& x, const Event& y) const {
-      if (x.at != y.at) return x.at > y.at;
-      if (x.tie != y.tie) return x.tie > y.tie;
-      return x.seq > y.seq;
-    }
-  };
+  /// x runs before y: (at, key) as one 128-bit number (at is never negative), compared without branches.
+  static bool before(const Event& x, const Event& y) { return x.at != y.at ? x.at < y.at : x.key < y.key; }
+  /// The queue is a 4-ary min-heap: half the depth of a binary heap, and a node's children share cache lines.
+  void heap_push(const Event& e);
+  Event heap_pop();
   /// A slab with a free list: stable slot numbers for messages and callbacks waiting in the queue.
   template <class T>
   struct Slab {
@@ -253,6 +253,10 @@ class World {
       free.push_back(i);
       return v;
     }
+    void drop(std::uint32_t i) {
+      items[i] = T{};
+      free.push_back(i);
+    }
   };
 
   void push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b);
@@ -263,11 +267,15 @@ class World {
   void wake(Process& p, std::uint64_t gen);
   void block(Process& p);       // called inside p's fiber
   void pause_here(Process& p);  // inside p's fiber: p was just paused; stop until it resumes
-  void deliver(Message m, std::uint32_t incarnation);
+  void deliver(std::uint32_t slot, std::uint32_t incarnation);
+  void prefetch_next() const;
   void record(TraceKind k, ProcId p, ProcId peer = {}, std::uint64_t msg = 0, std::string_view label = {},
               std::string_view detail = {});
   void fire(const Fault& f);
-  void check_triggers(Trigger::Kind kind, ProcId p, std::string_view label);
+  void check_triggers(Trigger::Kind kind, ProcId p, std::string_view label) {
+    if (have_triggers_[static_cast<int>(kind)]) match_triggers(kind, p, label);
+  }
+  void match_triggers(Trigger::Kind kind, ProcId p, std::string_view label);
   void process_ended(Process& p);
   void kill_fiber(Process& p);
   void arm_fsync(Process& p);
@@ -278,7 +286,7 @@ class World {
   Trace trace_;
   Network network_;
   std::vector<Event> queue_;
-  Slab<Message> messages_;
+  Slab<Message> messages_;  ///< messages in flight and in mailboxes (a mailbox holds slot numbers)
   Slab<std::function<void()>> callbacks_;
   std::uint64_t seq_ = 0;
   Time now_{0};
@@ -291,6 +299,7 @@ class World {
   bool mailbox_overflow_ = false;
   Process* current_ = nullptr;
   std::vector<std::unique_ptr<Process>> procs_;
+  std::vector<const void*> stack_hints_;  ///< per process: where its fiber's stack was when it last blocked
   std::map<std::string, ProcId, std::less<>> names_;
   std::vector<Fault> faults_;
   std::vector<std::uint32_t> fault_hits_;

@@ -78,6 +78,32 @@ TEST(World, ReceiveFilterSkipsButKeepsOtherMessagesInArrivalOrder) {
   EXPECT_EQ(order, (std::vector<std::string>{"b1", "a1", "a2", "b2"}));
 }
 
+TEST(World, LongMailboxesKeepArrivalOrderThroughFilteredAndPlainReceives) {
+  // 300 messages waiting: take every third by filter from the middle, then the rest in order (exercises the
+  // mailbox's removal from the front, from the middle, and its compaction).
+  World w;
+  std::vector<int> order;
+  ProcId p = w.spawn("p", [&](Context& c) {
+    c.sleep(10ms);
+    for (int i = 0; i < 40; ++i) order.push_back(std::stoi(c.receive(0ns)->detail));  // the front
+    for (int k = 299; k >= 40; k -= 3) {
+      const std::string want = std::to_string(k);
+      order.push_back(std::stoi(c.receive(0ns, [&](const Message& m) { return m.detail == want; })->detail));
+    }
+    while (auto m = c.receive(0ns)) order.push_back(std::stoi(m->detail));
+  });
+  w.spawn("q", [&](Context& c) {
+    for (int i = 0; i < 300; ++i) c.send(p, Message{.type = "n", .detail = std::to_string(i)});
+  });
+  w.run();
+  std::vector<int> expected;
+  for (int i = 0; i < 40; ++i) expected.push_back(i);
+  for (int k = 299; k >= 40; k -= 3) expected.push_back(k);
+  for (int i = 40; i < 300; ++i)
+    if ((299 - i) % 3 != 0) expected.push_back(i);
+  EXPECT_EQ(order, expected);
+}
+
 TEST(World, ReceiveWakesOnlyForAWantedMessage) {
   World w;
   Time got{-1};
