@@ -17,6 +17,8 @@
 
 namespace ctx = boost::context;
 
+constexpr std::size_t kPrefetchAhead = 1;  // the event after next (the next one is prefetched too)
+
 namespace locksim {
 
 std::string_view to_string(StopReason r) {
@@ -103,8 +105,7 @@ class Process {
   std::uint64_t wait_gen = 0;  // bumped at every block; wake events carry it
   const std::function<bool(const Message&)>* filter = nullptr;
   ctx::fiber fiber;
-  ctx::fiber sink;                   // the scheduler, seen from inside the fiber
-  const void* stack_hint = nullptr;  // an address in the fiber's live stack when it last blocked (prefetch)
+  ctx::fiber sink;  // the scheduler, seen from inside the fiber
   Mailbox mailbox;
   NodeClock clock;
   ProcId id;
@@ -202,7 +203,7 @@ std::uint64_t Context::send(ProcId to, Message m) {
   if (fate.lost) {
     w.record(TraceKind::drop, to, proc_.id, id, m.type, fate.why);
   } else {
-    const std::uint64_t dest = (std::uint64_t{to.value} << 32) | w.procs_[to.value]->incarnation;
+    const std::uint64_t dest = (std::uint64_t{to.value} << 32) | w.incarnations_[to.value];
     for (std::uint32_t i = 0; i < fate.copies; ++i) {
       if (i > 0) w.record(TraceKind::duplicate, to, proc_.id, id, m.type);
       const std::uint32_t slot = w.messages_.put((i + 1 == fate.copies) ? std::move(m) : Message(m));
@@ -273,7 +274,8 @@ World::World(WorldOptions opts)
       rng_(opts_.seed),
       tie_rng_(rng_.stream("scheduler/ties")),
       trace_(opts_.keep_trace, opts_.max_kept_events),
-      network_(opts_.network, rng_.stream("network")) {}
+      network_(opts_.network, rng_.stream("network")),
+      queue_(!opts_.shuffle_ties) {}
 
 World::~World() {
   shutting_down_ = true;
@@ -282,63 +284,15 @@ World::~World() {
 
 void World::push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b) {
   const std::uint64_t key = opts_.shuffle_ties ? tie_rng_.next() : seq_++;
-  heap_push(Event{at, key, kind, a, b});
+  queue_.push(Event{at, key, static_cast<std::uint32_t>(kind), a, b});
 }
-
-#if 0
-void World::heap_push(const Event& e) {
-  queue_.push_back(e);
-  std::push_heap(queue_.begin(), queue_.end(), [](const Event& x, const Event& y) { return before(y, x); });
-}
-World::Event World::heap_pop() {
-  std::pop_heap(queue_.begin(), queue_.end(), [](const Event& x, const Event& y) { return before(y, x); });
-  const Event ev = queue_.back();
-  queue_.pop_back();
-  return ev;
-}
-#else
-void World::heap_push(const Event& e) {
-  std::size_t i = queue_.size();
-  queue_.push_back(e);
-  Event* q = queue_.data();
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / 4;
-    if (!before(e, q[parent])) break;
-    q[i] = q[parent];
-    i = parent;
-  }
-  q[i] = e;
-}
-
-World::Event World::heap_pop() {
-  Event* q = queue_.data();
-  const Event top = q[0];
-  const std::size_t n = queue_.size() - 1;
-  const Event last = q[n];
-  queue_.pop_back();
-  if (n == 0) return top;
-  std::size_t i = 0;
-  for (;;) {
-    const std::size_t first = 4 * i + 1;
-    if (first >= n) break;
-    std::size_t best = first;
-    const std::size_t end = std::min(first + 4, n);
-    for (std::size_t c = first + 1; c < end; ++c) best = before(q[c], q[best]) ? c : best;
-    if (!before(q[best], last)) break;
-    q[i] = q[best];
-    i = best;
-  }
-  q[i] = last;
-  return top;
-}
-#endif
 
 void World::push(Time at, std::function<void()> fn) {
   push_event(at, EvKind::callback, callbacks_.put(std::move(fn)), 0);
 }
 
 void World::dispatch(const Event& ev) {
-  switch (ev.kind) {
+  switch (static_cast<EvKind>(ev.kind)) {
     case EvKind::wake:
       wake(*procs_[ev.a], ev.b);
       break;
@@ -388,7 +342,7 @@ ProcId World::spawn(std::string name, Body body, ProcessOptions opts) {
   Process& ref = *p;
   ref.context = std::make_unique<Context>(*this, ref);
   procs_.push_back(std::move(p));
-  stack_hints_.push_back(nullptr);
+  incarnations_.push_back(0);
   if (!opts.daemon) ++live_;
   push_event(now_, EvKind::start, ref.id.value, 0);
   arm_fsync(ref);
@@ -462,7 +416,6 @@ void World::pause_here(Process& p) {
 void World::block(Process& p) {
   // Inside p's fiber: hand control back to the scheduler until a wake event resumes us.
   p.state = ProcState::blocked;
-  stack_hints_[p.id.value] = __builtin_frame_address(0);
   LOCKSIM_START_SWITCH(&p.fake_stack, main_stack_bottom, main_stack_size);
   p.sink = std::move(p.sink).resume();
   LOCKSIM_FINISH_SWITCH(p.fake_stack, &main_stack_bottom, &main_stack_size);
@@ -588,6 +541,7 @@ void World::restart(ProcId id) {
   Process& p = *procs_[id.value];
   if (p.state != ProcState::crashed) return;
   ++p.incarnation;
+  incarnations_[p.id.value] = p.incarnation;
   record(TraceKind::restart, id, {}, 0, {}, fmt::format("incarnation={}", p.incarnation));
   p.state = ProcState::created;
   if (!p.opts.daemon && !p.restart_pending) ++live_;
@@ -703,35 +657,38 @@ void World::fire(const Fault& f) {
 
 // ---------------------------------------------------------------- running
 
-void World::prefetch_next() const {
-  // Most events resume a fiber whose Process, stack and message are cold when there are many processes:
-  // start loading the next event's while this one runs (a hint only; a wrong guess costs nothing).
-  if (queue_.empty()) return;
-  const Event& e = queue_.front();
-  std::uint32_t proc = 0;
-  switch (e.kind) {
-    case EvKind::wake:
-    case EvKind::start:
-      proc = e.a;
-      break;
-    case EvKind::deliver:
-      proc = static_cast<std::uint32_t>(e.b >> 32);
-      __builtin_prefetch(&messages_.items[e.a]);
-      break;
-    case EvKind::callback:
-      return;
+void World::prefetch_next() {
+  // With many processes, most events touch a Process and a message that are cold: start loading those of the
+  // next events while this one runs (a hint only: a wrong guess costs nothing). top() may move the queue's
+  // floor to the next event's time; an event this one schedules before it is still run in order (see
+  // sim/event_queue.hpp). Prefetching the fiber's stack too was measured and gained nothing.
+  if (const Event* next = queue_.empty() ? nullptr : &queue_.top()) {
+    std::uint32_t proc = next->a;
+    if (static_cast<EvKind>(next->kind) == EvKind::deliver) {
+      proc = static_cast<std::uint32_t>(next->b >> 32);
+      __builtin_prefetch(&messages_.items[next->a]);
+    }
+    if (static_cast<EvKind>(next->kind) != EvKind::callback) __builtin_prefetch(procs_[proc].get());
   }
-  const char* pr = reinterpret_cast<const char*>(procs_[proc].get());
-  __builtin_prefetch(pr);
-  __builtin_prefetch(pr + 64);
-  if (const char* sp = static_cast<const char*>(stack_hints_[proc])) {
-    for (int off = -512; off < 512; off += 64) __builtin_prefetch(sp + off);
+  if (const Event* far = queue_.peek_hint(kPrefetchAhead)) {
+    std::uint32_t proc = far->a;
+    if (static_cast<EvKind>(far->kind) == EvKind::deliver) {
+      proc = static_cast<std::uint32_t>(far->b >> 32);
+      const char* m = reinterpret_cast<const char*>(&messages_.items[far->a]);
+      __builtin_prefetch(m);
+      __builtin_prefetch(m + 64);
+    }
+    if (static_cast<EvKind>(far->kind) != EvKind::callback) {
+      const char* pr = reinterpret_cast<const char*>(procs_[proc].get());
+      __builtin_prefetch(pr);
+      __builtin_prefetch(pr + 64);
+    }
   }
 }
 
 bool World::step() {
   if (queue_.empty()) return false;
-  const Event ev = heap_pop();
+  const Event ev = queue_.pop();
   now_ = ev.at;
   ++events_;
   prefetch_next();
@@ -760,7 +717,7 @@ RunResult World::run_until(Time until) {
       r.reason = StopReason::idle;
       break;
     }
-    const Time next = queue_.front().at;
+    const Time next = queue_.top().at;
     if (next > until) {
       now_ = until;
       r.reason = StopReason::until;

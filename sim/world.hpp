@@ -13,6 +13,7 @@
 
 #include "sim/any.hpp"
 #include "sim/clock.hpp"
+#include "sim/event_queue.hpp"
 #include "sim/faults.hpp"
 #include "sim/network.hpp"
 #include "sim/random.hpp"
@@ -217,22 +218,12 @@ class World {
  private:
   friend class Context;
   friend class Process;
-  /// A queue entry: plain data, 32 bytes, so the heap moves cheap words (no std::function per event).
+  /// A queue entry (sim/event_queue.hpp): plain data, 32 bytes. `kind` is an EvKind; `a`: wake/start: the
+  /// process, deliver: the message slot, callback: the callback slot; `b`: wake: the wait generation,
+  /// deliver: receiver << 32 | receiver incarnation. `key`: the insertion sequence, or with shuffle_ties a
+  /// seeded random 64-bit key.
   enum class EvKind : std::uint32_t { wake, deliver, callback, start };
-  struct Event {
-    Time at;
-    /// Order among events at the same time: the insertion sequence number, or with shuffle_ties a seeded
-    /// random 64-bit key (distinct keys with overwhelming probability; the heap is deterministic either way).
-    std::uint64_t key;
-    EvKind kind;
-    std::uint32_t a;  ///< wake/start: process; deliver: message slot; callback: callback slot
-    std::uint64_t b;  ///< wake: wait generation; deliver: receiver << 32 | receiver incarnation
-  };
-  /// x runs before y: (at, key) as one 128-bit number (at is never negative), compared without branches.
-  static bool before(const Event& x, const Event& y) { return x.at != y.at ? x.at < y.at : x.key < y.key; }
-  /// The queue is a 4-ary min-heap: half the depth of a binary heap, and a node's children share cache lines.
-  void heap_push(const Event& e);
-  Event heap_pop();
+  using Event = QueuedEvent;
   /// A slab with a free list: stable slot numbers for messages and callbacks waiting in the queue.
   template <class T>
   struct Slab {
@@ -268,7 +259,7 @@ class World {
   void block(Process& p);       // called inside p's fiber
   void pause_here(Process& p);  // inside p's fiber: p was just paused; stop until it resumes
   void deliver(std::uint32_t slot, std::uint32_t incarnation);
-  void prefetch_next() const;
+  void prefetch_next();
   void record(TraceKind k, ProcId p, ProcId peer = {}, std::uint64_t msg = 0, std::string_view label = {},
               std::string_view detail = {});
   void fire(const Fault& f);
@@ -285,7 +276,7 @@ class World {
   Rng tie_rng_;
   Trace trace_;
   Network network_;
-  std::vector<Event> queue_;
+  EventQueue queue_;
   Slab<Message> messages_;  ///< messages in flight and in mailboxes (a mailbox holds slot numbers)
   Slab<std::function<void()>> callbacks_;
   std::uint64_t seq_ = 0;
@@ -299,7 +290,8 @@ class World {
   bool mailbox_overflow_ = false;
   Process* current_ = nullptr;
   std::vector<std::unique_ptr<Process>> procs_;
-  std::vector<const void*> stack_hints_;  ///< per process: where its fiber's stack was when it last blocked
+  std::vector<std::uint32_t>
+      incarnations_;  ///< per process, dense: a send reads it without the receiver's Process
   std::map<std::string, ProcId, std::less<>> names_;
   std::vector<Fault> faults_;
   std::vector<std::uint32_t> fault_hits_;

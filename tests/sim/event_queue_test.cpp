@@ -1,0 +1,87 @@
+// The radix-heap event queue pops in exact (at, key) order, whatever the mix of pushes, peeks and pops.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "sim/event_queue.hpp"
+#include "sim/random.hpp"
+
+namespace locksim {
+namespace {
+
+/// Drives an EventQueue and a std::set reference with the same random operations and compares every pop.
+/// Pushes are at or after the time of the last event popped (the kernel's rule), sometimes before the time of
+/// an event only looked at (as when run_until stops short of it and the world is given more work).
+void drive(std::uint64_t seed, bool increasing_keys, int ops, std::int64_t spread) {
+  Rng rng(seed);
+  EventQueue q(increasing_keys);
+  std::set<std::tuple<std::int64_t, std::uint64_t, std::uint32_t>> ref;
+  std::int64_t now = 0;
+  std::uint64_t seq = 0;
+  std::uint32_t id = 0;
+  for (int i = 0; i < ops; ++i) {
+    const std::uint64_t dice = rng.below(10);
+    if (dice < 5 || ref.empty()) {
+      // Many events share a time: a small spread, or exactly now.
+      const std::int64_t at = now + (rng.chance(1, 4) ? 0 : static_cast<std::int64_t>(rng.below(spread)));
+      const std::uint64_t key = increasing_keys ? seq++ : rng.next();
+      q.push(QueuedEvent{Time{at}, key, 0, id, 0});
+      ref.emplace(at, key, id);
+      ++id;
+    } else if (dice < 7) {
+      ASSERT_EQ(q.top().at.count(), std::get<0>(*ref.begin()));
+      ASSERT_EQ(q.top().a, std::get<2>(*ref.begin()));
+    } else {
+      const QueuedEvent e = q.pop();
+      ASSERT_EQ(e.at.count(), std::get<0>(*ref.begin())) << "op " << i;
+      ASSERT_EQ(e.key, std::get<1>(*ref.begin())) << "op " << i;
+      ASSERT_EQ(e.a, std::get<2>(*ref.begin())) << "op " << i;
+      ref.erase(ref.begin());
+      now = e.at.count();
+    }
+    ASSERT_EQ(q.size(), ref.size());
+  }
+  while (!ref.empty()) {
+    const QueuedEvent e = q.pop();
+    ASSERT_EQ(e.a, std::get<2>(*ref.begin()));
+    ref.erase(ref.begin());
+  }
+  EXPECT_TRUE(q.empty());
+}
+
+TEST(EventQueue, SequenceKeysPopInTimeThenInsertionOrder) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) drive(seed, true, 5000, 1'000'000);
+}
+
+TEST(EventQueue, RandomKeysPopInTimeThenKeyOrder) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) drive(seed, false, 5000, 1'000'000);
+}
+
+TEST(EventQueue, HugeAndTinyTimeGapsMix) {
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    drive(seed, true, 3000, std::int64_t{1} << 62);
+    drive(seed, true, 3000, 3);
+  }
+}
+
+TEST(EventQueue, PushBeforeAPeekedEventIsServedFirst) {
+  EventQueue q;
+  q.push(QueuedEvent{Time{100}, 0, 0, 1, 0});
+  EXPECT_EQ(q.top().a, 1u);                    // the floor moves to 100
+  q.push(QueuedEvent{Time{50}, 1, 0, 2, 0});   // before it
+  q.push(QueuedEvent{Time{100}, 2, 0, 3, 0});  // at it, later key
+  q.push(QueuedEvent{Time{70}, 3, 0, 4, 0});
+  std::vector<std::uint32_t> order;
+  while (!q.empty()) order.push_back(q.pop().a);
+  EXPECT_EQ(order, (std::vector<std::uint32_t>{2, 4, 1, 3}));
+}
+
+RC_GTEST_PROP(EventQueueProperty, MatchesAnOrderedSet, (std::uint64_t seed, bool increasing)) {
+  drive(seed, increasing, 2000, *rc::gen::inRange<std::int64_t>(1, 1'000'000'000));
+}
+
+}  // namespace
+}  // namespace locksim
