@@ -1,10 +1,12 @@
 #pragma once
-/// The world's event queue: a radix heap on time (Ahuja, Mehlhorn, Orlin, Tarjan 1990). Simulated time never
-/// goes back: an event is never scheduled before the one being run, which is exactly the monotone case a
-/// radix heap needs. Pushing is an append to one of 64 buckets; popping reads the bucket of the current
-/// instant in order; each event moves down a few buckets on its way. Every access is sequential, so a world
-/// of 100,000 processes with half a million events pending pays no cache miss per level, as a binary heap
-/// does.
+/// The world's event queue: a radix heap on time (Ahuja, Mehlhorn, Orlin, Tarjan 1990) with 6-bit digits.
+/// Simulated time never goes back: an event is never scheduled before the one being run, which is exactly the
+/// monotone case a radix heap needs. An event goes to the bucket named by the highest 6-bit digit in which
+/// its time differs from the floor (the time of the current instant) and that digit's value: 11 levels of 64
+/// buckets. Pushing is an append; when the current instant's events are all taken, the lowest non-empty
+/// bucket is split into lower ones (or, at level 0, where a bucket holds one time, becomes the instant). Each
+/// event moves down at most a couple of levels. Every access is sequential, so a world of 100,000 processes
+/// with half a million events pending pays no cache miss per heap level, as a binary heap does.
 ///
 /// Order: earliest `at` first; among events at the same time, smallest `key` first. With keys pushed in
 /// increasing order (an insertion sequence) the events of one instant are a FIFO; otherwise (seeded random
@@ -51,17 +53,18 @@ class EventQueue {
       }
       return;
     }
-    const unsigned i = bucket_of(e.at);
-    buckets_[i].push_back(e);
-    mask_ |= std::uint64_t{1} << i;
+    put(e);
   }
 
-  /// A guess at the event `ahead` places after the earliest, without moving the floor (for prefetching);
-  /// nullptr if none is at hand.
-  const QueuedEvent* peek_hint(std::size_t ahead = 0) const {
-    if (head_ + ahead < now_.size()) return &now_[fifo_ ? head_ + ahead : 0];
-    if (ahead == 0 && mask_ != 0) return &buckets_[static_cast<unsigned>(std::countr_zero(mask_))].front();
-    return nullptr;
+  /// A guess at the event `ahead` places after the earliest, without moving the floor (for prefetching):
+  /// exact for the current instant's events and for a level-0 bucket (one time, in order) after them;
+  /// nullptr if the queue is empty.
+  const QueuedEvent* peek_hint(std::size_t ahead) const {
+    const std::size_t here = now_.size() - head_;
+    if (ahead < here) return &now_[head_ + ahead];
+    if (levels_ == 0) return nullptr;
+    const std::vector<QueuedEvent>& b = buckets_[lowest()];
+    return ahead - here < b.size() ? &b[ahead - here] : &b.back();
   }
 
   /// The earliest event. The queue must not be empty.
@@ -99,9 +102,24 @@ class EventQueue {
     bool operator()(const QueuedEvent& x, const QueuedEvent& y) const { return x.key > y.key; }
   };
 
-  unsigned bucket_of(Time at) const {
-    const auto diff = static_cast<std::uint64_t>(at.count()) ^ static_cast<std::uint64_t>(last_.count());
-    return 63u - static_cast<unsigned>(std::countl_zero(diff));
+  static constexpr unsigned kDigitBits = 6;
+  static constexpr unsigned kLevels = (64 + kDigitBits - 1) / kDigitBits;
+
+  /// Into the bucket of (level, digit) for an event after the floor.
+  void put(const QueuedEvent& e) {
+    const auto t = static_cast<std::uint64_t>(e.at.count());
+    const auto diff = t ^ static_cast<std::uint64_t>(last_.count());
+    const unsigned level = (63u - static_cast<unsigned>(std::countl_zero(diff))) / kDigitBits;
+    const unsigned digit = static_cast<unsigned>(t >> (level * kDigitBits)) & 63u;
+    buckets_[level * 64 + digit].push_back(e);
+    digits_[level] |= std::uint64_t{1} << digit;
+    levels_ |= 1u << level;
+  }
+
+  /// The lowest non-empty bucket: lower levels hold earlier times, and within a level lower digits do.
+  unsigned lowest() const {
+    const auto level = static_cast<unsigned>(std::countr_zero(levels_));
+    return level * 64 + static_cast<unsigned>(std::countr_zero(digits_[level]));
   }
 
   void push_now(const QueuedEvent& e) {
@@ -109,36 +127,40 @@ class EventQueue {
     if (!fifo_) std::push_heap(now_.begin(), now_.end(), KeyAfter{});
   }
 
-  /// The floor's events are all taken: move to the earliest time pending. Only the lowest
-  /// non-empty bucket is split; its events all go to lower buckets (they share the bits above it with the
-  /// new floor).
+  /// The floor's events are all taken: move to the earliest time pending.
   void refill() {
     now_.clear();
     head_ = 0;
-    const unsigned i = static_cast<unsigned>(std::countr_zero(mask_));
+    const unsigned i = lowest();
+    const unsigned level = i / 64;
+    digits_[level] &= ~(std::uint64_t{1} << (i % 64));
+    if (digits_[level] == 0) levels_ &= ~(1u << level);
     std::vector<QueuedEvent>& b = buckets_[i];
-    Time least = b.front().at;
-    for (const QueuedEvent& e : b) least = std::min(least, e.at);
-    last_ = least;
-    mask_ &= ~(std::uint64_t{1} << i);
-    for (const QueuedEvent& e : b) {
-      if (e.at == last_) {
-        now_.push_back(e);
-      } else {
-        const unsigned j = bucket_of(e.at);
-        buckets_[j].push_back(e);
-        mask_ |= std::uint64_t{1} << j;
+    if (level == 0) {  // one time, in order: the bucket is the new instant
+      last_ = b.front().at;
+      now_.swap(b);
+    } else {  // the events differ from the new floor below this level: each goes to a lower one
+      Time least = b.front().at;
+      for (const QueuedEvent& e : b) least = std::min(least, e.at);
+      last_ = least;
+      for (const QueuedEvent& e : b) {
+        if (e.at == last_) {
+          now_.push_back(e);
+        } else {
+          put(e);
+        }
       }
+      b.clear();
     }
-    b.clear();
     if (!fifo_) std::make_heap(now_.begin(), now_.end(), KeyAfter{});
   }
 
   std::vector<QueuedEvent> early_;  ///< events pushed before the floor: a heap on (at, key), served first
   std::vector<QueuedEvent> now_;    ///< events at the floor: a FIFO from head_, or a heap on key
   std::size_t head_ = 0;
-  std::array<std::vector<QueuedEvent>, 64> buckets_;  ///< bucket i: at differs from floor() first at bit i
-  std::uint64_t mask_ = 0;                            ///< bit i set when bucket i is not empty
+  std::array<std::vector<QueuedEvent>, kLevels * 64> buckets_;  ///< level * 64 + digit
+  std::array<std::uint64_t, kLevels> digits_{};  ///< per level: bit d set when bucket d is not empty
+  std::uint32_t levels_ = 0;                     ///< bit l set when level l has a non-empty bucket
   Time last_{0};
   std::size_t size_ = 0;
   bool fifo_;

@@ -229,7 +229,7 @@ class World {
   struct Slab {
     std::vector<T> items;
     std::vector<std::uint32_t> free;
-    std::uint32_t put(T v) {
+    std::uint32_t put(T&& v) {
       if (!free.empty()) {
         const std::uint32_t i = free.back();
         free.pop_back();
@@ -244,6 +244,8 @@ class World {
       free.push_back(i);
       return v;
     }
+    /// Give slot i back once its item has been moved out.
+    void release(std::uint32_t i) { free.push_back(i); }
     void drop(std::uint32_t i) {
       items[i] = T{};
       free.push_back(i);
