@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -26,7 +28,9 @@ void drive(std::uint64_t seed, bool increasing_keys, int ops, std::int64_t sprea
     const std::uint64_t dice = rng.below(10);
     if (dice < 5 || ref.empty()) {
       // Many events share a time: a small spread, or exactly now.
-      const std::int64_t at = now + (rng.chance(1, 4) ? 0 : static_cast<std::int64_t>(rng.below(spread)));
+      const auto room = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() - now);
+      const std::uint64_t span = std::min(static_cast<std::uint64_t>(spread), room);
+      const std::int64_t at = now + (rng.chance(1, 4) ? 0 : static_cast<std::int64_t>(rng.below(span)));
       const std::uint64_t key = increasing_keys ? seq++ : rng.next();
       q.push(QueuedEvent{Time{at}, key, 0, id, 0});
       ref.emplace(at, key, id);
