@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <boost/context/fiber.hpp>
 #include <boost/context/fixedsize_stack.hpp>
+#include <cstring>
 
 #if defined(LOCKSIM_ASAN)
 #include <sanitizer/common_interface_defs.h>
@@ -115,6 +115,7 @@ class Mailbox {
 /// cache miss.
 class alignas(64) Process {
  public:
+  // First line.
   Process(World& w) : context(w, *this) {}
   ProcState state = ProcState::created;
   bool paused = false;
@@ -126,13 +127,15 @@ class alignas(64) Process {
   std::uint64_t wait_gen = 0;  // bumped at every block; wake events carry it
   const std::function<bool(const Message&)>* filter = nullptr;
   ctx::fiber fiber;
-  ctx::fiber sink;           // the scheduler, seen from inside the fiber
-  std::exception_ptr error;  // an exception that escaped the body, rethrown in scheduler context
+  ctx::fiber sink;  // the scheduler, seen from inside the fiber
   Context context;
+  // Second line.
   Mailbox mailbox;
+  std::exception_ptr error;  // an exception that escaped the body, rethrown in scheduler context
+  std::uint64_t pending_gen = 0;
+  // Third line.
   NodeClock clock;
   Rng rng;
-  std::uint64_t pending_gen = 0;
 
   std::string name;
   Body body;
@@ -701,8 +704,7 @@ void World::prefetch_next() {
     }
     if (static_cast<EvKind>(far->kind) != EvKind::callback) {
       const char* pr = reinterpret_cast<const char*>(procs_[proc].get());
-      __builtin_prefetch(pr);
-      __builtin_prefetch(pr + 64);
+      for (int line = 0; line < 4; ++line) __builtin_prefetch(pr + 64 * line);
     }
   }
 }
