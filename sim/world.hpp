@@ -293,7 +293,8 @@ class World {
   Process* current_ = nullptr;
   std::vector<std::unique_ptr<Process>> procs_;
   std::vector<std::uint32_t>
-      incarnations_;  ///< per process, dense: a send reads it without the receiver's Process
+      incarnations_;                   ///< per process, dense: a send reads it without the receiver's Process
+  std::vector<const void*> saved_sp_;  ///< per process, dense: where its suspended fiber saved its registers
   std::map<std::string, ProcId, std::less<>> names_;
   std::vector<Fault> faults_;
   std::vector<std::uint32_t> fault_hits_;
