@@ -83,16 +83,8 @@ void Trace::record(TraceEvent ev) {
 
 void Trace::record_slow(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
                         std::uint64_t msg, std::string_view label, std::string_view detail) {
-  constexpr std::size_t kFixed = 8 * 7 + 1;
   unsigned char buf[kFixed];
-  put_u64(buf, static_cast<std::uint64_t>(time.count()));
-  put_u64(buf + 8, static_cast<std::uint64_t>(node_time.count()));
-  put_u64(buf + 16, static_cast<std::uint64_t>(wall_time.count()));
-  put_u64(buf + 24, (static_cast<std::uint64_t>(proc.value) << 32) | peer.value);
-  put_u64(buf + 32, msg);
-  put_u64(buf + 40, label.size());
-  put_u64(buf + 48, detail.size());
-  buf[56] = static_cast<unsigned char>(kind);
+  encode_fixed(buf, time, node_time, wall_time, kind, proc, peer, msg, label.size(), detail.size());
   append(buf, kFixed);
   append(label.data(), label.size());
   append(detail.data(), detail.size());

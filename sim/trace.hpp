@@ -71,20 +71,12 @@ class Trace {
               std::uint64_t msg, std::string_view label, std::string_view detail) {
     // Canonical form: fixed-width little-endian fields, then the strings (their lengths are in the fixed
     // part).
-    constexpr std::size_t kFixed = 8 * 7 + 1;
     if (used_ + kFixed + label.size() + detail.size() > kBatch) [[unlikely]] {
       record_slow(time, node_time, wall_time, kind, proc, peer, msg, label, detail);
       return;
     }
     unsigned char* buf = pending_.data() + used_;
-    put_u64(buf, static_cast<std::uint64_t>(time.count()));
-    put_u64(buf + 8, static_cast<std::uint64_t>(node_time.count()));
-    put_u64(buf + 16, static_cast<std::uint64_t>(wall_time.count()));
-    put_u64(buf + 24, (static_cast<std::uint64_t>(proc.value) << 32) | peer.value);
-    put_u64(buf + 32, msg);
-    put_u64(buf + 40, label.size());
-    put_u64(buf + 48, detail.size());
-    buf[56] = static_cast<unsigned char>(kind);
+    encode_fixed(buf, time, node_time, wall_time, kind, proc, peer, msg, label.size(), detail.size());
     buf += kFixed;
     for (char c : label) *buf++ = static_cast<unsigned char>(c);  // labels are short: no memcpy call
     if (!detail.empty()) std::memcpy(buf, detail.data(), detail.size());
@@ -120,6 +112,20 @@ class Trace {
                    std::uint64_t msg, std::string_view label, std::string_view detail);
   void keep(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
             std::uint64_t msg, std::string_view label, std::string_view detail);
+  /// The fixed part of an event's canonical form: seven little-endian 64-bit words and the kind.
+  static constexpr std::size_t kFixed = 8 * 7 + 1;
+  static void encode_fixed(unsigned char* buf, Time time, Time node_time, Time wall_time, TraceKind kind,
+                           ProcId proc, ProcId peer, std::uint64_t msg, std::size_t label_size,
+                           std::size_t detail_size) {
+    put_u64(buf, static_cast<std::uint64_t>(time.count()));
+    put_u64(buf + 8, static_cast<std::uint64_t>(node_time.count()));
+    put_u64(buf + 16, static_cast<std::uint64_t>(wall_time.count()));
+    put_u64(buf + 24, (static_cast<std::uint64_t>(proc.value) << 32) | peer.value);
+    put_u64(buf + 32, msg);
+    put_u64(buf + 40, label_size);
+    put_u64(buf + 48, detail_size);
+    buf[56] = static_cast<unsigned char>(kind);
+  }
   static void put_u64(unsigned char* p, std::uint64_t v) {
     if constexpr (std::endian::native == std::endian::little) {
       std::memcpy(p, &v, 8);  // one store
