@@ -4,9 +4,6 @@
 
 namespace locksim {
 namespace {
-constexpr std::uint64_t rotl(std::uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
 std::int64_t clamp_ns(long double v, Duration cap) {
   if (!(v >= 0)) return 0;
   if (v >= static_cast<long double>(cap.count())) return cap.count();
