@@ -74,7 +74,7 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   for (const ClientSpec& c : sc.clients) {
     WorkloadEnv e = env;
     e.give_up_at = c.give_up_at > 0ns ? c.give_up_at : sc.max_time;
-    ProcId id = world.spawn(c.name, [&world, start = c.start, body = client_body(e, c)](Context& ctx) {
+    ProcId id = world.spawn(c.name, [start = c.start, body = client_body(e, c)](Context& ctx) {
       if (start > 0ns) ctx.sleep(start);
       body(ctx);
     });

@@ -3,6 +3,7 @@
 /// std::any stores inline only what fits in one pointer, so every body of two words or more (most protocol
 /// requests) cost a malloc and a free per message. Bodies that fit here never allocate.
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -80,7 +81,7 @@ class AnyValue {
 
   template <class T>
   struct Model {
-    static constexpr bool kInlined = sizeof(T) <= kInline && alignof(T) <= alignof(std::max_align_t) &&
+    static constexpr bool kInlined = sizeof(T) <= kInline && alignof(T) <= alignof(std::uint64_t) &&
                                      std::is_nothrow_move_constructible_v<T>;
     static const T* ptr(const AnyValue& a) noexcept {
       if constexpr (kInlined) {
@@ -122,7 +123,7 @@ class AnyValue {
   }
 
   union {
-    alignas(std::max_align_t) unsigned char buf_[kInline];
+    alignas(std::uint64_t) unsigned char buf_[kInline];  // 8-aligned: 40 bytes in all, not 48
     void* heap_;
   };
   const Ops* ops_ = nullptr;

@@ -15,6 +15,7 @@
 #include "sim/clock.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/faults.hpp"
+#include "sim/message.hpp"
 #include "sim/network.hpp"
 #include "sim/random.hpp"
 #include "sim/storage.hpp"
@@ -25,31 +26,6 @@ namespace locksim {
 
 class World;
 class Process;
-
-/// A message between processes. `type` names it in the trace; `body` carries any copyable value.
-struct Message {
-  std::uint64_t id = 0;        ///< unique per send, set by the world
-  std::uint64_t reply_to = 0;  ///< for a reply: the id of the request it answers
-  ProcId from{}, to{};
-  std::string type;
-  AnyValue body;       ///< any copyable value; up to 32 bytes stored inline (no allocation)
-  std::string detail;  ///< optional human-readable summary for the trace (canonical text only)
-
-  template <class T>
-  const T* as() const {
-    return body.get<T>();
-  }
-
-  /// A message of `type` carrying `body`.
-  template <class T>
-  static Message of(std::string type, T body, std::string detail = {}) {
-    Message m;
-    m.type = std::move(type);
-    m.body = std::move(body);
-    m.detail = std::move(detail);
-    return m;
-  }
-};
 
 /// Thrown inside a process's fiber to unwind it when it crashes. Never catch it (it is not a std::exception).
 struct ProcessKilled {};

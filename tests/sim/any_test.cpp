@@ -57,6 +57,22 @@ TEST(AnyValue, LargeValuesGoToTheHeapAndCopyDeeply) {
   EXPECT_EQ(moved.get<Big>()->words[15], 45u);
 }
 
+TEST(AnyValue, OverAlignedValuesGoToTheHeapAndKeepTheirAlignment) {
+  // The inline buffer is 8-aligned (so an AnyValue is 40 bytes): a 16-aligned value is stored on the heap.
+  struct alignas(16) Wide {
+    std::uint64_t lo, hi;
+  };
+  AnyValue v = Wide{1, 2};
+  AnyValue copy = v;
+  AnyValue moved = std::move(v);
+  for (const AnyValue* a : {&copy, &moved}) {
+    const Wide* w = a->get<Wide>();
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(w) % 16, 0u);
+    EXPECT_EQ(w->lo + w->hi, 3u);
+  }
+}
+
 TEST(AnyValue, CopiesMovesAndAssignmentsKeepInstancesBalanced) {
   Counted::live = 0;
   {

@@ -65,8 +65,8 @@ TEST(World, ReceiveFilterSkipsButKeepsOtherMessagesInArrivalOrder) {
   ProcId p = w.spawn("p", [&](Context& c) {
     c.sleep(10ms);  // let everything arrive first
     auto want = c.receive(0ns, [](const Message& m) { return m.type == "b"; });
-    order.push_back(want->detail);
-    while (auto m = c.receive(0ns)) order.push_back(m->detail);
+    order.push_back(want->detail.str());
+    while (auto m = c.receive(0ns)) order.push_back(m->detail.str());
   });
   w.spawn("q", [&](Context& c) {
     c.send(p, Message{.type = "a", .detail = "a1"});
@@ -85,12 +85,13 @@ TEST(World, LongMailboxesKeepArrivalOrderThroughFilteredAndPlainReceives) {
   std::vector<int> order;
   ProcId p = w.spawn("p", [&](Context& c) {
     c.sleep(10ms);
-    for (int i = 0; i < 40; ++i) order.push_back(std::stoi(c.receive(0ns)->detail));  // the front
+    for (int i = 0; i < 40; ++i) order.push_back(std::stoi(c.receive(0ns)->detail.str()));  // the front
     for (int k = 299; k >= 40; k -= 3) {
       const std::string want = std::to_string(k);
-      order.push_back(std::stoi(c.receive(0ns, [&](const Message& m) { return m.detail == want; })->detail));
+      order.push_back(
+          std::stoi(c.receive(0ns, [&](const Message& m) { return m.detail == want; })->detail.str()));
     }
-    while (auto m = c.receive(0ns)) order.push_back(std::stoi(m->detail));
+    while (auto m = c.receive(0ns)) order.push_back(std::stoi(m->detail.str()));
   });
   w.spawn("q", [&](Context& c) {
     for (int i = 0; i < 300; ++i) c.send(p, Message{.type = "n", .detail = std::to_string(i)});
