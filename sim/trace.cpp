@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 #include <xxhash.h>
+#if LOCKSIM_XXH_DISPATCH
+#include <xxh_x86dispatch.h>  // XXH3_64bits_update -> the CPU's widest vector path (same hash values)
+#endif
 
 #include <bit>
 #include <cstring>
