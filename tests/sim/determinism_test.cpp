@@ -3,6 +3,7 @@
 // the kernel's invariants (time order, monotonic clocks, no step of a paused or crashed process).
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
+#include <xxhash.h>
 
 #include <map>
 #include <set>
@@ -315,6 +316,50 @@ TEST(Determinism, TraceHashCoversEveryField) {
   y.label = "a";
   y.detail = "bc";
   EXPECT_NE(hash_of(x), hash_of(y));
+}
+
+TEST(Determinism, TraceHashIsXxh3OfTheDocumentedCanonicalBytes) {
+  // An independent encoder of the canonical form (seven little-endian 64-bit words: time, node time, wall
+  // time, proc << 32 | peer, msg, label size, detail size; the kind byte; the label; the detail), fed to
+  // one-shot XXH3. Labels of every length 0..40 cover each path of the trace's short-string copy; a run of
+  // events longer than the 16 KiB batch covers its flushes, and a 20 KiB detail the oversized path.
+  std::vector<unsigned char> bytes;
+  auto put = [&](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<unsigned char>(v >> (8 * i)));
+  };
+  Trace t(false);
+  const std::string letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  for (int round = 0; round < 20; ++round) {
+    for (std::size_t n = 0; n <= 40; ++n) {
+      const std::string label = letters.substr(round % 8, n);
+      const std::string detail = n % 3 == 0 ? std::string() : letters.substr(0, n / 2);
+      const Time time{round * 1000 + static_cast<std::int64_t>(n)};
+      const TraceKind kind = n % 2 ? TraceKind::send : TraceKind::deliver;
+      t.record(time, time + 5ns, time - 7ns, kind, ProcId{static_cast<std::uint32_t>(n)}, ProcId{3}, n * 11,
+               label, detail);
+      put(static_cast<std::uint64_t>(time.count()));
+      put(static_cast<std::uint64_t>((time + 5ns).count()));
+      put(static_cast<std::uint64_t>((time - 7ns).count()));
+      put((std::uint64_t{n} << 32) | 3u);
+      put(n * 11);
+      put(label.size());
+      put(detail.size());
+      bytes.push_back(static_cast<unsigned char>(kind));
+      bytes.insert(bytes.end(), label.begin(), label.end());
+      bytes.insert(bytes.end(), detail.begin(), detail.end());
+    }
+  }
+  const std::string huge(20'000, 'h');
+  t.record(1s, 1s, 1s, TraceKind::note, ProcId{1}, {}, 0, "big", huge);
+  const std::uint64_t fixed[] = {
+      1'000'000'000, 1'000'000'000, 1'000'000'000, (std::uint64_t{1} << 32) | ProcId::kNone, 0, 3,
+      huge.size()};
+  for (std::uint64_t v : fixed) put(v);
+  bytes.push_back(static_cast<unsigned char>(TraceKind::note));
+  bytes.insert(bytes.end(), {'b', 'i', 'g'});
+  bytes.insert(bytes.end(), huge.begin(), huge.end());
+  ASSERT_GT(bytes.size(), 3u * 16 * 1024);
+  EXPECT_EQ(t.hash(), XXH3_64bits(bytes.data(), bytes.size()));
 }
 
 TEST(Determinism, KeepTraceDoesNotChangeTheHash) {
