@@ -4,6 +4,8 @@
 /// each sits in a slot of the world's slab from send to receive, and is moved in and out of it. At 96 bytes
 /// (from 144 with two std::strings) a message spans two cache lines instead of three, and moving one copies
 /// plain words instead of running two small-string moves.
+#include <fmt/format.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -110,3 +112,19 @@ struct alignas(32) Message {   // 96 bytes: in the slab, always two cache lines
 };
 
 }  // namespace locksim
+
+/// Both format as their text: fmt::format("{}", m.type), fmt::format("{:>8}", m.detail).
+template <>
+struct fmt::formatter<locksim::MsgType> : fmt::formatter<std::string_view> {
+  template <class FormatContext>
+  auto format(const locksim::MsgType& t, FormatContext& ctx) const {
+    return fmt::formatter<std::string_view>::format(t.view(), ctx);
+  }
+};
+template <>
+struct fmt::formatter<locksim::Detail> : fmt::formatter<std::string_view> {
+  template <class FormatContext>
+  auto format(const locksim::Detail& d, FormatContext& ctx) const {
+    return fmt::formatter<std::string_view>::format(d.view(), ctx);
+  }
+};

@@ -26,6 +26,7 @@ TEST(MsgType, HoldsUpTo23CharactersAndComparesAsText) {
   EXPECT_TRUE(MsgType().empty());
   EXPECT_EQ(MsgType("").view(), "");
   EXPECT_EQ(MsgType("SET").str(), "SET");
+  EXPECT_EQ(fmt::format("[{}] [{:>5}]", MsgType("SET"), MsgType("ab")), "[SET] [   ab]");
 }
 
 TEST(MsgType, ALongerNameThrowsNamingIt) {
@@ -48,6 +49,7 @@ TEST(Detail, EmptyByDefaultAndFromEmptyText) {
   EXPECT_TRUE(Detail("").empty());
   EXPECT_TRUE(Detail(std::string()).empty());
   EXPECT_EQ(Detail().view(), "");
+  EXPECT_EQ(fmt::format("[{}] [{}]", Detail("x=1"), Detail()), "[x=1] []");
 }
 
 TEST(Detail, CopiesAreIndependentAndMovesLeaveTheSourceEmpty) {
@@ -73,7 +75,7 @@ TEST(Message, IsTwoCacheLinesAndKeepsTypeBodyAndDetailThroughTheWorld) {
   ProcId r = w.spawn("r", [&](Context& c) {
     for (int i = 0; i < 2; ++i) {
       auto m = c.receive();
-      got.push_back(fmt::format("{}/{}/{}", m->type.view(), *m->as<int>(), m->detail.view()));
+      got.push_back(fmt::format("{}/{}/{}", m->type, *m->as<int>(), m->detail));
     }
   });
   w.spawn("s", [&](Context& c) {
