@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <boost/context/fiber.hpp>
 #include <boost/context/fixedsize_stack.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -256,13 +257,25 @@ int run_kernel_bench(int argc, char** argv) {
         fmt::print(stderr, "kernel bench: --only takes timer, fiber, probe_timer, probe_fiber or rss\n");
         return 2;
       }
+    } else if (a == "--processes" && i + 1 < argc) {
+      const std::string_view v = argv[++i];
+      int n = 0;
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 1'000'000) {
+        fmt::print(stderr, "kernel bench: --processes takes an integer from 1 to 1000000, not '{}'\n", v);
+        return 2;
+      }
+      z.processes = n;
     } else if (a == "--help" || a == "-h") {
       fmt::print(
-          "usage: {} [--quick] [--cpu-time] [--only timer|fiber|probe_timer|probe_fiber|rss]\n"
+          "usage: {} [--quick] [--cpu-time] [--only timer|fiber|probe_timer|probe_fiber|rss] [--processes "
+          "N]\n"
           "  prints kernel performance figures, one `name: value` per line\n"
           "  --quick     short smoke run (1/20 of the events, no repeats)\n"
           "  --cpu-time  rates per second of process CPU time instead of wall time (for a busy machine)\n"
-          "  --only X    run one measurement (for profiling)\n",
+          "  --only X    run one measurement (for profiling)\n"
+          "  --processes N  processes (and probe fibers) in the timer and fiber figures (default 1000; the\n"
+          "              goals are stated for 1000: other sizes are for analysis)\n",
           argc > 0 ? argv[0] : "kernel");
       return 0;
     } else {

@@ -2,7 +2,7 @@
 
 namespace locksim {
 
-Duration DelayDist::sample(Rng& rng) const {
+Duration DelayDist::sample_other(Rng& rng) const {
   switch (kind) {
     case Kind::constant:
       return min;
@@ -20,7 +20,7 @@ void Network::add_spike(ProcId from, ProcId to, Duration extra, Time until, std:
   spikes_.push_back({from, to, extra, until, count});
 }
 
-Fate Network::decide(ProcId from, ProcId to, Time now) {
+Fate Network::decide_general(ProcId from, ProcId to, Time now) {
   Fate fate;
   if (blocked(from, to)) {
     fate.lost = true;

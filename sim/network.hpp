@@ -24,7 +24,15 @@ struct DelayDist {
 
   static DelayDist constant_of(Duration d) { return {Kind::constant, d, d, d, 1.5}; }
   static DelayDist uniform_of(Duration lo, Duration hi) { return {Kind::uniform, lo, hi, lo, 1.5}; }
-  Duration sample(Rng& rng) const;
+  /// A delay drawn from this distribution (constant and uniform inline; the others out of line).
+  Duration sample(Rng& rng) const {
+    if (kind == Kind::constant) return min;
+    if (kind == Kind::uniform) return rng.uniform(min, max);
+    return sample_other(rng);
+  }
+
+ private:
+  Duration sample_other(Rng& rng) const;
 };
 
 /// Probabilities are integer parts per million: exact and portable.
@@ -53,7 +61,18 @@ class Network {
  public:
   explicit Network(NetworkOptions opts, Rng rng) : opts_(std::move(opts)), rng_(rng) {}
 
-  Fate decide(ProcId from, ProcId to, Time now);
+  Fate decide(ProcId from, ProcId to, Time now) {
+    // The common case, inline: no partition, no per-link override, no delay spike, and a default link that
+    // neither loses, duplicates nor reorders. It draws exactly what decide_general() would.
+    const LinkOptions& d = opts_.defaults;
+    if (blocked_.empty() && opts_.links.empty() && spikes_.empty() &&
+        (d.loss_ppm | d.duplicate_ppm | d.reorder_ppm) == 0) [[likely]] {
+      Fate fate;
+      fate.delays[fate.copies++] = d.delay.sample(rng_);
+      return fate;
+    }
+    return decide_general(from, to, now);
+  }
 
   /// Block from→to (one way). Partition both ways by calling twice.
   void block(ProcId from, ProcId to) { blocked_.insert({from, to}); }
@@ -74,6 +93,7 @@ class Network {
     Time until;
     std::uint32_t remaining;  ///< messages left to delay (0 = unlimited until `until`)
   };
+  Fate decide_general(ProcId from, ProcId to, Time now);
   NetworkOptions opts_;
   Rng rng_;
   std::set<std::pair<ProcId, ProcId>> blocked_;

@@ -26,29 +26,14 @@ Rng Rng::stream(std::uint64_t id) const {
   return Rng(sm.next() ^ id);
 }
 
-std::uint64_t Rng::below(std::uint64_t bound) {
-  if (bound == 0) return 0;
-  unsigned __int128 m = static_cast<unsigned __int128>(next()) * bound;
+std::uint64_t Rng::below_slow(std::uint64_t bound, unsigned __int128 m) {
+  const std::uint64_t threshold = (0 - bound) % bound;
   auto low = static_cast<std::uint64_t>(m);
-  if (low < bound) {
-    const std::uint64_t threshold = (0 - bound) % bound;
-    while (low < threshold) {
-      m = static_cast<unsigned __int128>(next()) * bound;
-      low = static_cast<std::uint64_t>(m);
-    }
+  while (low < threshold) {
+    m = static_cast<unsigned __int128>(next()) * bound;
+    low = static_cast<std::uint64_t>(m);
   }
   return static_cast<std::uint64_t>(m >> 64);
-}
-
-std::int64_t Rng::between(std::int64_t lo, std::int64_t hi) {
-  if (hi <= lo) return lo;
-  const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
-  if (span == ~std::uint64_t{0}) return static_cast<std::int64_t>(next());
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + below(span + 1));
-}
-
-Duration Rng::uniform(Duration lo, Duration hi) {
-  return Duration{between(lo.count(), hi.count())};
 }
 
 bool Rng::chance(std::uint64_t num, std::uint64_t den) {

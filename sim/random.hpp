@@ -58,12 +58,25 @@ class Rng {
   }
   std::uint64_t seed() const { return seed_; }
 
-  /// Uniform integer in [0, bound), unbiased (Lemire's multiply-and-reject). bound == 0 gives 0.
-  std::uint64_t below(std::uint64_t bound);
+  /// Uniform integer in [0, bound), unbiased (Lemire's multiply-and-reject). bound == 0 gives 0. Inline: the
+  /// first draw is accepted unless its low word is below bound (the rare case goes out of line).
+  std::uint64_t below(std::uint64_t bound) {
+    if (bound == 0) return 0;
+    const unsigned __int128 m = static_cast<unsigned __int128>(next()) * bound;
+    if (static_cast<std::uint64_t>(m) < bound) [[unlikely]]
+      return below_slow(bound, m);
+    return static_cast<std::uint64_t>(m >> 64);
+  }
   /// Uniform integer in [lo, hi], inclusive; lo > hi is treated as lo.
-  std::int64_t between(std::int64_t lo, std::int64_t hi);
+  std::int64_t between(std::int64_t lo, std::int64_t hi) {
+    if (hi <= lo) return lo;
+    const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+    if (span == ~std::uint64_t{0}) [[unlikely]]
+      return static_cast<std::int64_t>(next());
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + below(span + 1));
+  }
   /// Uniform duration in [lo, hi], inclusive.
-  Duration uniform(Duration lo, Duration hi);
+  Duration uniform(Duration lo, Duration hi) { return Duration{between(lo.count(), hi.count())}; }
   /// True with probability num/den (integer ratio: exact and portable).
   bool chance(std::uint64_t num, std::uint64_t den);
   /// Uniform double in [0, 1) with 53 random bits.
@@ -75,6 +88,8 @@ class Rng {
 
  private:
   static constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  /// below()'s rejection loop, given the first product m (its low word is below bound).
+  std::uint64_t below_slow(std::uint64_t bound, unsigned __int128 m);
   std::uint64_t seed_;
   std::array<std::uint64_t, 4> s_{};
 };

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/inline.hpp"
 #include "sim/time.hpp"
 
 namespace locksim {
@@ -67,8 +68,9 @@ class Trace {
   void record(TraceEvent ev);
   /// Same as record(), without building a TraceEvent unless events are kept (the hot path, inline: the
   /// canonical bytes are written straight into the hash batch).
-  void record(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
-              std::uint64_t msg, std::string_view label, std::string_view detail) {
+  LOCKSIM_ALWAYS_INLINE void record(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc,
+                                    ProcId peer, std::uint64_t msg, std::string_view label,
+                                    std::string_view detail) {
     // Canonical form: fixed-width little-endian fields, then the strings (their lengths are in the fixed
     // part).
     if (used_ + kFixed + label.size() + detail.size() > kBatch) [[unlikely]] {
@@ -146,8 +148,10 @@ class Trace {
       std::memcpy(&tail, src + n - 4, 4);
       std::memcpy(dst, &head, 4);
       std::memcpy(dst + n - 4, &tail, 4);
-    } else {
-      for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<unsigned char>(src[i]);
+    } else if (n > 0) {  // 1 to 3 bytes: first, middle and last (some of them the same byte)
+      dst[0] = static_cast<unsigned char>(src[0]);
+      dst[n / 2] = static_cast<unsigned char>(src[n / 2]);
+      dst[n - 1] = static_cast<unsigned char>(src[n - 1]);
     }
   }
   static void put_u64(unsigned char* p, std::uint64_t v) {

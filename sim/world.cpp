@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <boost/context/fiber.hpp>
 #include <boost/context/fixedsize_stack.hpp>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #if defined(LOCKSIM_ASAN)
 #include <sanitizer/common_interface_defs.h>
@@ -157,17 +159,26 @@ class alignas(64) Process {
 };
 
 namespace {
-/// fixedsize_stack that remembers where the stack is (for the sanitizer fiber annotations).
+/// A malloc'ed fiber stack that remembers where it is (for the sanitizer fiber annotations), with a cache
+/// colour: `size` plus (process id mod 64) KiB. Stacks allocated one after another are 64 KiB + 16 bytes apart,
+/// so without it the hot kilobyte at the top of every stack falls into the same few L2 sets (1,000 processes:
+/// a quarter of the sets hold all of them). The extra space is usable stack; pages never touched cost no
+/// memory. Measured: +5% fiber events per second at 1,000 processes (bench/README.md).
 struct RecordingStack {
-  ctx::fixedsize_stack inner;
+  std::size_t size;
   Process* p;
   ctx::stack_context allocate() {
-    ctx::stack_context sc = inner.allocate();
-    p->stack_bottom = static_cast<char*>(sc.sp) - sc.size;
+    const std::size_t colour = std::size_t{p->id.value % 64} * 1024;
+    void* vp = std::malloc(size + colour);
+    if (!vp) throw std::bad_alloc();
+    ctx::stack_context sc;
+    sc.size = size + colour;
+    sc.sp = static_cast<char*>(vp) + sc.size;
+    p->stack_bottom = vp;
     p->stack_size = sc.size;
     return sc;
   }
-  void deallocate(ctx::stack_context& sc) noexcept { inner.deallocate(sc); }
+  void deallocate(ctx::stack_context& sc) noexcept { std::free(static_cast<char*>(sc.sp) - sc.size); }
 };
 
 [[maybe_unused]] thread_local const void* main_stack_bottom = nullptr;
@@ -175,6 +186,12 @@ struct RecordingStack {
 }  // namespace
 
 // ---------------------------------------------------------------- Context
+
+LOCKSIM_ALWAYS_INLINE void World::record_of(TraceKind k, const Process& p, ProcId peer, std::uint64_t msg,
+                                            std::string_view label, std::string_view detail) {
+  const Time node_time = p.clock.monotonic(now_);
+  trace_.record(now_, node_time, node_time + p.clock.wall_offset(), k, p.id, peer, msg, label, detail);
+}
 
 ProcId Context::self() const {
   return proc_.id;
@@ -219,7 +236,7 @@ std::uint64_t Context::send(ProcId to, Message m) {
   m.to = to;
   const std::uint64_t id = m.id;
   if (!to.valid() || to.value >= w.procs_.size()) throw std::out_of_range("send to an unknown process");
-  w.record(TraceKind::send, proc_.id, to, id, m.type, m.detail);
+  w.record_of(TraceKind::send, proc_, to, id, m.type, m.detail);
   w.check_triggers(Trigger::Kind::send, proc_.id, m.type);
   Fate fate = w.network_.decide(proc_.id, to, w.now_);
   if (fate.lost) {
@@ -257,7 +274,7 @@ std::optional<Message> Context::receive(Duration timeout, const std::function<bo
         p.mailbox.erase(i);
         std::optional<Message> m(std::in_place, std::move(w.messages_.items[slot]));  // one move, then NRVO
         w.messages_.release(slot);
-        w.record(TraceKind::receive, p.id, m->from, m->id, m->type);
+        w.record_of(TraceKind::receive, p, m->from, m->id, m->type);
         w.check_triggers(Trigger::Kind::receive, p.id, m->type);
         if (p.paused) w.pause_here(p);
         return m;
@@ -315,7 +332,7 @@ void World::push(Time at, std::function<void()> fn) {
   push_event(at, EvKind::callback, callbacks_.put(std::move(fn)), 0);
 }
 
-void World::dispatch(const Event& ev) {
+LOCKSIM_ALWAYS_INLINE void World::dispatch(const Event& ev) {
   switch (static_cast<EvKind>(ev.kind)) {
     case EvKind::wake:
       wake(*procs_[ev.a], ev.b);
@@ -396,23 +413,22 @@ void World::start_fiber(Process& p) {
   record(TraceKind::start, p.id, {}, 0, {},
          p.incarnation ? fmt::format("incarnation={}", p.incarnation) : "");
   std::size_t stack = p.opts.stack_size ? p.opts.stack_size : opts_.stack_size;
-  p.fiber = ctx::fiber(std::allocator_arg, RecordingStack{ctx::fixedsize_stack(stack), &p},
-                       [this, &p](ctx::fiber&& sink) {
-                         LOCKSIM_FINISH_SWITCH(nullptr, &main_stack_bottom, &main_stack_size);
-                         p.sink = std::move(sink);
-                         bool ended = false;
-                         try {
-                           p.body(p.context);
-                           ended = true;
-                         } catch (const ProcessKilled&) {
-                         } catch (...) {
-                           p.error = std::current_exception();
-                           ended = true;
-                         }
-                         if (ended) process_ended(p);
-                         LOCKSIM_START_SWITCH(nullptr, main_stack_bottom, main_stack_size);
-                         return std::move(p.sink);
-                       });
+  p.fiber = ctx::fiber(std::allocator_arg, RecordingStack{stack, &p}, [this, &p](ctx::fiber&& sink) {
+    LOCKSIM_FINISH_SWITCH(nullptr, &main_stack_bottom, &main_stack_size);
+    p.sink = std::move(sink);
+    bool ended = false;
+    try {
+      p.body(p.context);
+      ended = true;
+    } catch (const ProcessKilled&) {
+    } catch (...) {
+      p.error = std::current_exception();
+      ended = true;
+    }
+    if (ended) process_ended(p);
+    LOCKSIM_START_SWITCH(nullptr, main_stack_bottom, main_stack_size);
+    return std::move(p.sink);
+  });
   switch_to(p);
 }
 
@@ -472,7 +488,7 @@ void World::deliver(std::uint32_t slot, std::uint32_t incarnation) {
     return;
   }
   ++delivered_;
-  record(TraceKind::deliver, p.id, m.from, m.id, m.type);
+  record_of(TraceKind::deliver, p, m.from, m.id, m.type);
   const bool wanted = p.waiting_receive && (p.filter == nullptr || (*p.filter)(m));
   p.mailbox.push_back(slot);
   if (p.mailbox.size() > opts_.limits.max_mailbox) mailbox_overflow_ = true;
@@ -713,26 +729,39 @@ void World::prefetch_next() {
       // runs writes frames and temporaries around them (half a kilobyte either side measured best: a process
       // that wakes in receive() and sends). The address comes from a dense table, not from the cold Process.
       if (const char* sp = static_cast<const char*>(saved_sp_[proc])) {
+#pragma GCC unroll 16
         for (int off = -512; off < 512; off += 64) __builtin_prefetch(sp + off, 1);
       }
     }
   }
 }
 
-bool World::step() {
-  if (queue_.empty()) return false;
+LOCKSIM_ALWAYS_INLINE void World::run_next() {
   const Event ev = queue_.pop();
   now_ = ev.at;
   ++events_;
   prefetch_next();
   dispatch(ev);
+}
+
+bool World::step() {
+  if (queue_.empty()) return false;
+  run_next();
   return true;
 }
 
 RunResult World::run_until(Time until) {
   stop_requested_ = false;
   RunResult r;
+  const Time horizon = std::min(until, opts_.limits.max_time);
   for (;;) {
+    // The common case in one test: nothing asks to stop and the next event is within both time bounds. When
+    // it fails, the checks below find the reason in their order of precedence.
+    if (!stop_requested_ && !mailbox_overflow_ && (live_ != 0 || until != kTimeMax || procs_.empty()) &&
+        !queue_.empty() && events_ < opts_.limits.max_events && queue_.top().at <= horizon) [[likely]] {
+      run_next();
+      continue;
+    }
     if (stop_requested_) {
       r.reason = StopReason::stopped;
       break;
@@ -767,7 +796,7 @@ RunResult World::run_until(Time until) {
       record(TraceKind::limit, {}, {}, 0, "events", fmt::format("max={}", opts_.limits.max_events));
       break;
     }
-    step();
+    run_next();
   }
   r.end = now_;
   r.events = events_;

@@ -230,6 +230,7 @@ class World {
 
   void push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b);
   void dispatch(const Event& ev);
+  void run_next();  ///< pop the next event and run it (the queue must not be empty)
   void push(Time at, std::function<void()> fn);
   void start_fiber(Process& p);
   void switch_to(Process& p);
@@ -240,6 +241,9 @@ class World {
   void prefetch_next();
   void record(TraceKind k, ProcId p, ProcId peer = {}, std::uint64_t msg = 0, std::string_view label = {},
               std::string_view detail = {});
+  /// record() for an event of a process at hand (the message path: send, deliver, receive), inline.
+  void record_of(TraceKind k, const Process& p, ProcId peer, std::uint64_t msg, std::string_view label,
+                 std::string_view detail = {});
   void fire(const Fault& f);
   void check_triggers(Trigger::Kind kind, ProcId p, std::string_view label) {
     if (have_triggers_[static_cast<int>(kind)]) match_triggers(kind, p, label);
