@@ -20,6 +20,12 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "sim/time.hpp"
@@ -32,6 +38,56 @@ struct QueuedEvent {
   std::uint32_t kind;
   std::uint32_t a;
   std::uint64_t b;
+};
+
+static_assert(std::is_trivially_copyable_v<QueuedEvent>);
+
+/// A growable array of events for the queue's buckets: what it uses of std::vector, with an append small
+/// enough to inline everywhere (GCC keeps std::vector::push_back out of line when it has several call sites,
+/// and the queue appends two to four times per event). Events are plain data: growing is a realloc.
+class EventVec {
+ public:
+  EventVec() noexcept = default;
+  EventVec(const EventVec&) = delete;
+  EventVec& operator=(const EventVec&) = delete;
+  ~EventVec() { std::free(data_); }
+
+  void push_back(const QueuedEvent& e) {
+    if (size_ == cap_) [[unlikely]]
+      grow();
+    data_[size_++] = e;
+  }
+  void pop_back() { --size_; }
+  void clear() { size_ = 0; }
+  void swap(EventVec& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(cap_, o.cap_);
+  }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  QueuedEvent& operator[](std::size_t i) { return data_[i]; }
+  const QueuedEvent& operator[](std::size_t i) const { return data_[i]; }
+  QueuedEvent* begin() { return data_; }
+  QueuedEvent* end() { return data_ + size_; }
+  const QueuedEvent* begin() const { return data_; }
+  const QueuedEvent* end() const { return data_ + size_; }
+  const QueuedEvent& front() const { return data_[0]; }
+  const QueuedEvent& back() const { return data_[size_ - 1]; }
+
+ private:
+  void grow() {
+    if (cap_ > std::numeric_limits<std::uint32_t>::max() / 2)
+      throw std::length_error("event queue bucket full");
+    const std::uint32_t cap = cap_ == 0 ? 8 : cap_ * 2;
+    void* p = std::realloc(data_, std::size_t{cap} * sizeof(QueuedEvent));
+    if (p == nullptr) throw std::bad_alloc();
+    data_ = static_cast<QueuedEvent*>(p);
+    cap_ = cap;
+  }
+  QueuedEvent* data_ = nullptr;
+  std::uint32_t size_ = 0;
+  std::uint32_t cap_ = 0;
 };
 
 class EventQueue {
@@ -63,7 +119,7 @@ class EventQueue {
     const std::size_t here = now_.size() - head_;
     if (ahead < here) return &now_[head_ + ahead];
     if (levels_ == 0) return nullptr;
-    const std::vector<QueuedEvent>& b = buckets_[lowest()];
+    const EventVec& b = buckets_[lowest()];
     return ahead - here < b.size() ? &b[ahead - here] : &b.back();
   }
 
@@ -135,7 +191,7 @@ class EventQueue {
     const unsigned level = i / 64;
     digits_[level] &= ~(std::uint64_t{1} << (i % 64));
     if (digits_[level] == 0) levels_ &= ~(1u << level);
-    std::vector<QueuedEvent>& b = buckets_[i];
+    EventVec& b = buckets_[i];
     if (level == 0) {  // one time, in order: the bucket is the new instant
       last_ = b.front().at;
       now_.swap(b);
@@ -156,9 +212,9 @@ class EventQueue {
   }
 
   std::vector<QueuedEvent> early_;  ///< events pushed before the floor: a heap on (at, key), served first
-  std::vector<QueuedEvent> now_;    ///< events at the floor: a FIFO from head_, or a heap on key
+  EventVec now_;                    ///< events at the floor: a FIFO from head_, or a heap on key
   std::size_t head_ = 0;
-  std::array<std::vector<QueuedEvent>, kLevels * 64> buckets_;  ///< level * 64 + digit
+  std::array<EventVec, kLevels * 64> buckets_;   ///< level * 64 + digit
   std::array<std::uint64_t, kLevels> digits_{};  ///< per level: bit d set when bucket d is not empty
   std::uint32_t levels_ = 0;                     ///< bit l set when level l has a non-empty bucket
   Time last_{0};

@@ -160,10 +160,10 @@ class alignas(64) Process {
 
 namespace {
 /// A malloc'ed fiber stack that remembers where it is (for the sanitizer fiber annotations), with a cache
-/// colour: `size` plus (process id mod 64) KiB. Stacks allocated one after another are 64 KiB + 16 bytes apart,
-/// so without it the hot kilobyte at the top of every stack falls into the same few L2 sets (1,000 processes:
-/// a quarter of the sets hold all of them). The extra space is usable stack; pages never touched cost no
-/// memory. Measured: +5% fiber events per second at 1,000 processes (bench/README.md).
+/// colour: `size` plus (process id mod 64) KiB. Stacks allocated one after another are 64 KiB + 16 bytes
+/// apart, so without it the hot kilobyte at the top of every stack falls into the same few L2 sets (1,000
+/// processes: a quarter of the sets hold all of them). The extra space is usable stack; pages never touched
+/// cost no memory. Measured: +5% fiber events per second at 1,000 processes (bench/README.md).
 struct RecordingStack {
   std::size_t size;
   Process* p;
@@ -323,7 +323,7 @@ World::~World() {
   for (auto& p : procs_) kill_fiber(*p);
 }
 
-void World::push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b) {
+LOCKSIM_ALWAYS_INLINE void World::push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b) {
   const std::uint64_t key = opts_.shuffle_ties ? tie_rng_.next() : seq_++;
   queue_.push(Event{at, key, static_cast<std::uint32_t>(kind), a, b});
 }
