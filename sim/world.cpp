@@ -316,7 +316,7 @@ World::World(WorldOptions opts)
       tie_rng_(rng_.stream("scheduler/ties")),
       trace_(opts_.keep_trace, opts_.max_kept_events),
       network_(opts_.network, rng_.stream("network")),
-      queue_(!opts_.shuffle_ties) {}
+      queue_() {}
 
 World::~World() {
   shutting_down_ = true;

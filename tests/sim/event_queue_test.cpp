@@ -1,4 +1,5 @@
-// The radix-heap event queue pops in exact (at, key) order, whatever the mix of pushes, peeks and pops.
+// The event queue (a radix heap with a sorted run for the floor's block) pops in exact (at, key) order,
+// whatever the mix of pushes, peeks and pops.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -19,7 +20,7 @@ namespace {
 /// an event only looked at (as when run_until stops short of it and the world is given more work).
 void drive(std::uint64_t seed, bool increasing_keys, int ops, std::int64_t spread) {
   Rng rng(seed);
-  EventQueue q(increasing_keys);
+  EventQueue q;
   std::set<std::tuple<std::int64_t, std::uint64_t, std::uint32_t>> ref;
   std::int64_t now = 0;
   std::uint64_t seq = 0;
@@ -69,6 +70,30 @@ TEST(EventQueue, HugeAndTinyTimeGapsMix) {
     drive(seed, true, 3000, std::int64_t{1} << 62);
     drive(seed, true, 3000, 3);
   }
+}
+
+TEST(EventQueue, SpreadsNearTheRunBlockMixTheRunTheNearHeapAndTheBuckets) {
+  // The run holds the floor's 4,096 ns block: these spreads push into it, out of its order and past it.
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    for (std::int64_t spread : {64, 4'096, 5'000, 70'000}) {
+      drive(seed, true, 3000, spread);
+      drive(seed, false, 3000, spread);
+    }
+  }
+}
+
+TEST(EventQueue, PushInsideTheRunOutOfItsOrder) {
+  EventQueue q;
+  q.push(QueuedEvent{Time{10'000}, 0, 0, 1, 0});
+  q.push(QueuedEvent{Time{10'300}, 1, 0, 2, 0});
+  EXPECT_EQ(q.pop().a, 1u);                       // the floor's block is now [8192, 12288): 10300 is the run
+  q.push(QueuedEvent{Time{10'100}, 2, 0, 3, 0});  // before the run's last event
+  q.push(QueuedEvent{Time{10'300}, 3, 0, 4, 0});  // at it, later key: appended
+  q.push(QueuedEvent{Time{10'050}, 4, 0, 5, 0});
+  q.push(QueuedEvent{Time{20'000}, 5, 0, 6, 0});  // another block
+  std::vector<std::uint32_t> order;
+  while (!q.empty()) order.push_back(q.pop().a);
+  EXPECT_EQ(order, (std::vector<std::uint32_t>{5, 3, 2, 4, 6}));
 }
 
 TEST(EventQueue, PushBeforeAPeekedEventIsServedFirst) {
