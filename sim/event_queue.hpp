@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/inline.hpp"
 #include "sim/time.hpp"
 
 namespace locksim {
@@ -103,7 +104,7 @@ class EventQueue {
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
   /// Add an event.
-  void push(const QueuedEvent& e) {
+  LOCKSIM_ALWAYS_INLINE void push(const QueuedEvent& e) {
     ++size_;
     if (e.at < last_) [[unlikely]] {
       early_.push_back(e);
@@ -233,7 +234,23 @@ class EventQueue {
       }
     }
     b.clear();
-    if (run_.size() > 1) std::sort(run_.begin(), run_.end(), Before{});
+    sort_run();
+  }
+
+  /// Sorts the run on (at, key): insertion sort for the usual handful of events (std::sort's own calls
+  /// memmove per element), std::sort beyond.
+  void sort_run() {
+    const std::size_t n = run_.size();
+    if (n > 32) {
+      std::sort(run_.begin(), run_.end(), Before{});
+      return;
+    }
+    for (std::size_t i = 1; i < n; ++i) {
+      const QueuedEvent x = run_[i];
+      std::size_t j = i;
+      for (; j > 0 && Before{}(x, run_[j - 1]); --j) run_[j] = run_[j - 1];
+      run_[j] = x;
+    }
   }
 
   EventVec early_;  ///< events pushed before the floor: a heap on (at, key), served first

@@ -128,8 +128,7 @@ class alignas(64) Process {
   std::uint32_t incarnation = 0;
   std::uint64_t wait_gen = 0;  // bumped at every block; wake events carry it
   const std::function<bool(const Message&)>* filter = nullptr;
-  ctx::fiber fiber;
-  ctx::fiber sink;  // the scheduler, seen from inside the fiber
+  ctx::fiber fiber;  // its suspended context while it does not run
   Context context;
   // Second line.
   Mailbox mailbox;
@@ -184,6 +183,10 @@ struct RecordingStack {
 [[maybe_unused]] thread_local const void* main_stack_bottom = nullptr;
 [[maybe_unused]] thread_local std::size_t main_stack_size = 0;
 }  // namespace
+
+struct World::Fibers {
+  ctx::fiber main;  // the scheduler's context, suspended while a fiber runs
+};
 
 // ---------------------------------------------------------------- Context
 
@@ -316,7 +319,8 @@ World::World(WorldOptions opts)
       tie_rng_(rng_.stream("scheduler/ties")),
       trace_(opts_.keep_trace, opts_.max_kept_events),
       network_(opts_.network, rng_.stream("network")),
-      queue_() {}
+      queue_(),
+      fibers_(std::make_unique<Fibers>()) {}
 
 World::~World() {
   shutting_down_ = true;
@@ -335,10 +339,10 @@ void World::push(Time at, std::function<void()> fn) {
 LOCKSIM_ALWAYS_INLINE void World::dispatch(const Event& ev) {
   switch (static_cast<EvKind>(ev.kind)) {
     case EvKind::wake:
-      wake(*procs_[ev.a], ev.b);
+      if (Process* r = wake(*procs_[ev.a], ev.b)) switch_to(*r);
       break;
     case EvKind::deliver:
-      deliver(ev.a, static_cast<std::uint32_t>(ev.b));
+      if (Process* r = deliver(ev.a, static_cast<std::uint32_t>(ev.b))) switch_to(*r);
       break;
     case EvKind::start:
       start_fiber(*procs_[ev.a]);
@@ -413,9 +417,8 @@ void World::start_fiber(Process& p) {
   record(TraceKind::start, p.id, {}, 0, {},
          p.incarnation ? fmt::format("incarnation={}", p.incarnation) : "");
   std::size_t stack = p.opts.stack_size ? p.opts.stack_size : opts_.stack_size;
-  p.fiber = ctx::fiber(std::allocator_arg, RecordingStack{stack, &p}, [this, &p](ctx::fiber&& sink) {
-    LOCKSIM_FINISH_SWITCH(nullptr, &main_stack_bottom, &main_stack_size);
-    p.sink = std::move(sink);
+  p.fiber = ctx::fiber(std::allocator_arg, RecordingStack{stack, &p}, [this, &p](ctx::fiber&& from) {
+    landed(p, std::move(from));  // always from the scheduler's stack: starts are not handed off
     bool ended = false;
     try {
       p.body(p.context);
@@ -426,29 +429,59 @@ void World::start_fiber(Process& p) {
       ended = true;
     }
     if (ended) process_ended(p);
+    from_ = &p;
     LOCKSIM_START_SWITCH(nullptr, main_stack_bottom, main_stack_size);
-    return std::move(p.sink);
+    return std::move(fibers_->main);
   });
   switch_to(p);
 }
 
 void World::switch_to(Process& p) {
+  // On the scheduler's own stack. Control comes back here when a fiber blocks and does not hand off to
+  // another one (see block()): from p, or from the last fiber of a chain of hand-offs that p started.
   Process* prev = current_;
   current_ = &p;
+  from_ = nullptr;
   [[maybe_unused]] void* main_fake = nullptr;
   LOCKSIM_START_SWITCH(&main_fake, p.stack_bottom, p.stack_size);
-  p.fiber = std::move(p.fiber).resume();
+  ctx::fiber back = std::move(p.fiber).resume();
+  LOCKSIM_FINISH_SWITCH(main_fake, nullptr, nullptr);
+  Process& last = *from_;
+  keep_suspended(last, std::move(back));
+  current_ = prev;
+  if (last.error) {
+    auto e = last.error;
+    last.error = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+template <class Fiber>
+void World::keep_suspended(Process& p, Fiber&& f) {
+  p.fiber = std::move(f);
   // A suspended boost::context::fiber is one pointer: the stack address where jump_fcontext saved the
   // fiber's registers. Kept for prefetch_next.
   static_assert(sizeof(ctx::fiber) == sizeof(void*));
   std::memcpy(&saved_sp_[p.id.value], &p.fiber, sizeof(void*));
-  LOCKSIM_FINISH_SWITCH(main_fake, nullptr, nullptr);
-  current_ = prev;
-  if (p.error) {
-    auto e = p.error;
-    p.error = nullptr;
-    std::rethrow_exception(e);
+}
+
+template <class Fiber>
+void World::landed(Process& p, Fiber&& from) {
+  // Inside p's fiber, just resumed: keep the context that resumed us, the scheduler's or (a hand-off) the
+  // fiber that blocked.
+  [[maybe_unused]] const void* bottom = nullptr;
+  [[maybe_unused]] std::size_t size = 0;
+  LOCKSIM_FINISH_SWITCH(p.fake_stack, &bottom, &size);
+  if (from_ == nullptr) {
+    fibers_->main = std::move(from);
+#if defined(LOCKSIM_ASAN)
+    main_stack_bottom = bottom;
+    main_stack_size = size;
+#endif
+  } else {
+    keep_suspended(*from_, std::move(from));
   }
+  current_ = &p;
 }
 
 void World::pause_here(Process& p) {
@@ -457,27 +490,64 @@ void World::pause_here(Process& p) {
   block(p);
 }
 
+Process* World::run_to_switch() {
+  // Inside a fiber that is blocking, during run_until: run the next events here, on its stack, as long as
+  // they are deliveries and wakes, exactly as the scheduler's loop would (same checks, same order), and
+  // return the process the first one to resume a fiber resumes. nullptr: the scheduler must take over
+  // (another kind of event, or a reason to stop).
+  current_ = nullptr;  // scheduler context
+  while (can_run_next()) {
+    const Event& next = queue_.top();
+    if (static_cast<EvKind>(next.kind) != EvKind::deliver && static_cast<EvKind>(next.kind) != EvKind::wake)
+      break;
+    const Event ev = queue_.pop();
+    now_ = ev.at;
+    ++events_;
+    prefetch_next();
+    Process* r = static_cast<EvKind>(ev.kind) == EvKind::deliver
+                     ? deliver(ev.a, static_cast<std::uint32_t>(ev.b))
+                     : wake(*procs_[ev.a], ev.b);
+    if (r != nullptr) return r;
+  }
+  return nullptr;
+}
+
 void World::block(Process& p) {
-  // Inside p's fiber: hand control back to the scheduler until a wake event resumes us.
+  // Inside p's fiber: give up control until a wake event resumes us. Inside run_until, the next events run
+  // right here and control passes straight to the fiber they resume (one switch per event instead of two,
+  // to the scheduler and back out); otherwise, or when the scheduler must take over, back to the scheduler.
   p.state = ProcState::blocked;
-  LOCKSIM_START_SWITCH(&p.fake_stack, main_stack_bottom, main_stack_size);
-  p.sink = std::move(p.sink).resume();
-  LOCKSIM_FINISH_SWITCH(p.fake_stack, &main_stack_bottom, &main_stack_size);
+  Process* next = handoff_ ? run_to_switch() : nullptr;
+  if (next == &p) {  // its own delivery or timer: no switch at all
+    current_ = &p;
+    p.state = ProcState::running;
+    return;
+  }
+  from_ = &p;
+  ctx::fiber from;
+  if (next != nullptr) {
+    LOCKSIM_START_SWITCH(&p.fake_stack, next->stack_bottom, next->stack_size);
+    from = std::move(next->fiber).resume();
+  } else {
+    LOCKSIM_START_SWITCH(&p.fake_stack, main_stack_bottom, main_stack_size);
+    from = std::move(fibers_->main).resume();
+  }
+  landed(p, std::move(from));
   if (p.killed) throw ProcessKilled{};
   p.state = ProcState::running;
 }
 
-void World::wake(Process& p, std::uint64_t gen) {
-  if (gen != p.wait_gen || p.state != ProcState::blocked) return;
+Process* World::wake(Process& p, std::uint64_t gen) {
+  if (gen != p.wait_gen || p.state != ProcState::blocked) return nullptr;
   if (p.paused) {
     p.pending_wake = true;
     p.pending_gen = gen;
-    return;
+    return nullptr;
   }
-  switch_to(p);
+  return &p;
 }
 
-void World::deliver(std::uint32_t slot, std::uint32_t incarnation) {
+Process* World::deliver(std::uint32_t slot, std::uint32_t incarnation) {
   // The message stays in its slot until a receive takes it; the mailbox holds the slot number.
   const Message& m = messages_.items[slot];
   Process& p = *procs_[m.to.value];
@@ -485,7 +555,7 @@ void World::deliver(std::uint32_t slot, std::uint32_t incarnation) {
     record(TraceKind::drop, p.id, m.from, m.id, m.type,
            p.state == ProcState::exited ? "receiver exited" : "receiver crashed");
     messages_.drop(slot);
-    return;
+    return nullptr;
   }
   ++delivered_;
   record_of(TraceKind::deliver, p, m.from, m.id, m.type);
@@ -495,8 +565,9 @@ void World::deliver(std::uint32_t slot, std::uint32_t incarnation) {
   if (wanted) {
     const std::uint64_t gen = p.wait_gen;
     p.waiting_receive = false;  // one wake is enough
-    wake(p, gen);
+    return wake(p, gen);
   }
+  return nullptr;
 }
 
 void World::process_ended(Process& p) {
@@ -750,15 +821,26 @@ bool World::step() {
   return true;
 }
 
+LOCKSIM_ALWAYS_INLINE bool World::can_run_next() {
+  return !stop_requested_ && !mailbox_overflow_ && (live_ != 0 || !run_forever_ || procs_.empty()) &&
+         !queue_.empty() && events_ < opts_.limits.max_events && queue_.top().at <= horizon_;
+}
+
 RunResult World::run_until(Time until) {
   stop_requested_ = false;
   RunResult r;
-  const Time horizon = std::min(until, opts_.limits.max_time);
+  horizon_ = std::min(until, opts_.limits.max_time);
+  run_forever_ = until == kTimeMax;
+  // Fibers may hand control to each other only inside this loop (not in step(), which runs one event).
+  struct Handoff {
+    bool& on;
+    explicit Handoff(bool& b) : on(b) { on = true; }
+    ~Handoff() { on = false; }
+  } handoff(handoff_);
   for (;;) {
-    // The common case in one test: nothing asks to stop and the next event is within both time bounds. When
-    // it fails, the checks below find the reason in their order of precedence.
-    if (!stop_requested_ && !mailbox_overflow_ && (live_ != 0 || until != kTimeMax || procs_.empty()) &&
-        !queue_.empty() && events_ < opts_.limits.max_events && queue_.top().at <= horizon) [[likely]] {
+    // The common case in one test. When it fails, the checks below find the reason in their order of
+    // precedence.
+    if (can_run_next()) [[likely]] {
       run_next();
       continue;
     }

@@ -231,13 +231,24 @@ class World {
   void push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b);
   void dispatch(const Event& ev);
   void run_next();  ///< pop the next event and run it (the queue must not be empty)
+  /// Whether run_until goes on with the next event without a second look: nothing asks to stop and the next
+  /// event is within the run's time bounds.
+  bool can_run_next();
   void push(Time at, std::function<void()> fn);
   void start_fiber(Process& p);
   void switch_to(Process& p);
-  void wake(Process& p, std::uint64_t gen);
+  /// The process the wake resumes now, or nullptr.
+  Process* wake(Process& p, std::uint64_t gen);
   void block(Process& p);       // called inside p's fiber
   void pause_here(Process& p);  // inside p's fiber: p was just paused; stop until it resumes
-  void deliver(std::uint32_t slot, std::uint32_t incarnation);
+  /// The process the delivery resumes now, or nullptr.
+  Process* deliver(std::uint32_t slot, std::uint32_t incarnation);
+  Process* run_to_switch();  // inside a blocking fiber: run events until one resumes a fiber
+  struct Fibers;             // the scheduler's suspended context (Boost.Context stays out of this header)
+  template <class Fiber>
+  void keep_suspended(Process& p, Fiber&& f);
+  template <class Fiber>
+  void landed(Process& p, Fiber&& from);
   void prefetch_next();
   void record(TraceKind k, ProcId p, ProcId peer = {}, std::uint64_t msg = 0, std::string_view label = {},
               std::string_view detail = {});
@@ -271,6 +282,11 @@ class World {
   bool shutting_down_ = false;
   bool mailbox_overflow_ = false;
   Process* current_ = nullptr;
+  Process* from_ = nullptr;  ///< the fiber being suspended by the switch in progress (nullptr: the scheduler)
+  std::unique_ptr<Fibers> fibers_;
+  bool handoff_ = false;      ///< inside run_until: a blocking fiber may run the next events itself
+  bool run_forever_ = false;  ///< run_until(kTimeMax): the run is done when no live process is left
+  Time horizon_{0};           ///< run_until's last time: min(until, limits.max_time)
   std::vector<std::unique_ptr<Process>> procs_;
   std::vector<std::uint32_t>
       incarnations_;                   ///< per process, dense: a send reads it without the receiver's Process
