@@ -87,7 +87,7 @@ class Detail {
 };
 
 /// A message between processes. `type` names it in the trace; `body` carries any copyable value.
-struct alignas(32) Message {   // 96 bytes: in the slab, always two cache lines
+struct Message {               // 96 bytes: in the world's slab (64-byte aligned), always two cache lines
   std::uint64_t id = 0;        ///< unique per send, set by the world
   std::uint64_t reply_to = 0;  ///< for a reply: the id of the request it answers
   ProcId from{}, to{};

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -200,10 +201,25 @@ class World {
   /// seeded random 64-bit key.
   enum class EvKind : std::uint32_t { wake, deliver, callback, start };
   using Event = QueuedEvent;
-  /// A slab with a free list: stable slot numbers for messages and callbacks waiting in the queue.
+  /// Allocates on 64-byte boundaries: a slab of 96-byte messages then has every slot in exactly two cache
+  /// lines. (An alignas(32) on Message did the same, but made every function with a Message on its stack
+  /// realign the stack pointer and keep a frame pointer: 4% of the kernel benchmark.)
   template <class T>
+  struct LineAligned {
+    using value_type = T;
+    LineAligned() = default;
+    template <class U>
+    LineAligned(const LineAligned<U>&) noexcept {}
+    T* allocate(std::size_t n) {
+      return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
+    }
+    void deallocate(T* p, std::size_t) noexcept { ::operator delete (p, std::align_val_t{64}); }
+    friend bool operator==(const LineAligned&, const LineAligned&) { return true; }
+  };
+  /// A slab with a free list: stable slot numbers for messages and callbacks waiting in the queue.
+  template <class T, class Alloc = std::allocator<T>>
   struct Slab {
-    std::vector<T> items;
+    std::vector<T, Alloc> items;
     std::vector<std::uint32_t> free;
     std::uint32_t put(T&& v) {
       if (!free.empty()) {
@@ -270,7 +286,8 @@ class World {
   Trace trace_;
   Network network_;
   EventQueue queue_;
-  Slab<Message> messages_;  ///< messages in flight and in mailboxes (a mailbox holds slot numbers)
+  Slab<Message, LineAligned<Message>>
+      messages_;  ///< messages in flight and in mailboxes (a mailbox holds slot numbers)
   Slab<std::function<void()>> callbacks_;
   std::uint64_t seq_ = 0;
   Time now_{0};

@@ -69,7 +69,7 @@ TEST(Detail, CopiesAreIndependentAndMovesLeaveTheSourceEmpty) {
 }
 
 TEST(Message, IsTwoCacheLinesAndKeepsTypeBodyAndDetailThroughTheWorld) {
-  static_assert(sizeof(Message) == 96 && alignof(Message) == 32);
+  static_assert(sizeof(Message) == 96 && alignof(Message) == 8);
   World w;
   std::vector<std::string> got;
   ProcId r = w.spawn("r", [&](Context& c) {
