@@ -262,6 +262,31 @@ std::uint64_t Context::reply(const Message& request, Message m) {
   return send(request.from, std::move(m));
 }
 
+LOCKSIM_ALWAYS_INLINE std::optional<Message> Context::take(std::size_t i) {
+  World& w = world_;
+  Process& p = proc_;
+  const std::uint32_t slot = p.mailbox[i];
+  p.mailbox.erase(i);
+  std::optional<Message> m(std::in_place, std::move(w.messages_.items[slot]));  // one move, then NRVO
+  w.messages_.release(slot);
+  w.record_of(TraceKind::receive, p, m->from, m->id, m->type);
+  w.check_triggers(Trigger::Kind::receive, p.id, m->type);
+  if (p.paused) w.pause_here(p);
+  return m;
+}
+
+std::optional<Message> Context::receive() {
+  Process& p = proc_;
+  for (;;) {
+    if (!p.mailbox.empty()) return take(0);
+    ++p.wait_gen;
+    p.waiting_receive = true;
+    p.filter = nullptr;
+    world_.block(p);
+    p.waiting_receive = false;
+  }
+}
+
 std::optional<Message> Context::receive(Duration timeout, const std::function<bool(const Message&)>& filter) {
   World& w = world_;
   Process& p = proc_;
@@ -272,16 +297,7 @@ std::optional<Message> Context::receive(Duration timeout, const std::function<bo
   }
   for (;;) {
     for (std::size_t i = 0; i < p.mailbox.size(); ++i) {
-      const std::uint32_t slot = p.mailbox[i];
-      if (!filter || filter(w.messages_.items[slot])) {
-        p.mailbox.erase(i);
-        std::optional<Message> m(std::in_place, std::move(w.messages_.items[slot]));  // one move, then NRVO
-        w.messages_.release(slot);
-        w.record_of(TraceKind::receive, p, m->from, m->id, m->type);
-        w.check_triggers(Trigger::Kind::receive, p.id, m->type);
-        if (p.paused) w.pause_here(p);
-        return m;
-      }
+      if (!filter || filter(w.messages_.items[p.mailbox[i]])) return take(i);
     }
     if (w.now_ >= deadline) {
       w.record(TraceKind::timeout, p.id);

@@ -51,8 +51,10 @@ class Context {
   std::uint64_t reply(const Message& request, Message m);
   /// Next message (in arrival order) for which `filter` is true, or nothing after `timeout` on this node's
   /// clock.
-  std::optional<Message> receive(Duration timeout = kForever,
-                                 const std::function<bool(const Message&)>& filter = {});
+  std::optional<Message> receive(Duration timeout, const std::function<bool(const Message&)>& filter = {});
+  /// The next message, however long it takes (the same as receive(kForever), without building an empty
+  /// filter at every call).
+  std::optional<Message> receive();
   /// Send a request and wait for its reply (other messages stay in the mailbox).
   std::optional<Message> call(ProcId to, Message request, Duration timeout);
   /// Log a note to the trace; fault triggers may fire on it (and may pause this process right here).
@@ -67,6 +69,8 @@ class Context {
   ProcId lookup(std::string_view name) const;
 
  private:
+  /// Takes the message in mailbox place i out: the receive's trace record, triggers, a pause they fire.
+  std::optional<Message> take(std::size_t i);
   World& world_;
   Process& proc_;
 };
