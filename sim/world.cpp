@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #if defined(LOCKSIM_ASAN)
 #include <sanitizer/common_interface_defs.h>
@@ -465,6 +466,7 @@ void World::switch_to(Process& p) {
   Process& last = *from_;
   keep_suspended(last, std::move(back));
   current_ = prev;
+  if (handoff_error_) std::rethrow_exception(std::exchange(handoff_error_, nullptr));
   if (last.error) {
     auto e = last.error;
     last.error = nullptr;
@@ -520,9 +522,16 @@ Process* World::run_to_switch() {
     now_ = ev.at;
     ++events_;
     prefetch_next();
-    Process* r = static_cast<EvKind>(ev.kind) == EvKind::deliver
-                     ? deliver(ev.a, static_cast<std::uint32_t>(ev.b))
-                     : wake(*procs_[ev.a], ev.b);
+    Process* r = nullptr;
+    try {
+      r = static_cast<EvKind>(ev.kind) == EvKind::deliver ? deliver(ev.a, static_cast<std::uint32_t>(ev.b))
+                                                          : wake(*procs_[ev.a], ev.b);
+    } catch (...) {
+      // A receive filter threw: not this fiber's doing. The scheduler rethrows it, as when it runs the
+      // event itself.
+      handoff_error_ = std::current_exception();
+      return nullptr;
+    }
     if (r != nullptr) return r;
   }
   return nullptr;

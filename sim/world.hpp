@@ -3,6 +3,7 @@
 /// fibers, node clocks, the network, faults and the trace. Single-threaded; many worlds may live in one
 /// program (nothing global).
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -305,9 +306,10 @@ class World {
   Process* current_ = nullptr;
   Process* from_ = nullptr;  ///< the fiber being suspended by the switch in progress (nullptr: the scheduler)
   std::unique_ptr<Fibers> fibers_;
-  bool handoff_ = false;      ///< inside run_until: a blocking fiber may run the next events itself
-  bool run_forever_ = false;  ///< run_until(kTimeMax): the run is done when no live process is left
-  Time horizon_{0};           ///< run_until's last time: min(until, limits.max_time)
+  std::exception_ptr handoff_error_;  ///< thrown by an event a blocking fiber ran; rethrown by the scheduler
+  bool handoff_ = false;              ///< inside run_until: a blocking fiber may run the next events itself
+  bool run_forever_ = false;          ///< run_until(kTimeMax): the run is done when no live process is left
+  Time horizon_{0};                   ///< run_until's last time: min(until, limits.max_time)
   std::vector<std::unique_ptr<Process>> procs_;
   std::vector<std::uint32_t>
       incarnations_;                   ///< per process, dense: a send reads it without the receiver's Process
