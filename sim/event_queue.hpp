@@ -237,19 +237,44 @@ class EventQueue {
     sort_run();
   }
 
-  /// Sorts the run on (at, key): insertion sort for the usual handful of events (std::sort's own calls
-  /// memmove per element), std::sort beyond.
+  /// Sorts the run on (at, key). A handful of events (the usual case): insertion sort (std::sort's own calls
+  /// memmove per element). More (thousands of processes: ~130 events per block at 100,000 clients): a stable
+  /// counting sort on the digit above the lowest (64 ns groups; every event of the run agrees with the floor
+  /// above it), then each group sorted on its own, so the whole is O(n) for events spread over the block.
   void sort_run() {
     const std::size_t n = run_.size();
-    if (n > 32) {
-      std::sort(run_.begin(), run_.end(), Before{});
+    if (n <= kSmallRun) {
+      insertion_sort(run_.begin(), run_.end());
       return;
     }
-    for (std::size_t i = 1; i < n; ++i) {
-      const QueuedEvent x = run_[i];
-      std::size_t j = i;
-      for (; j > 0 && Before{}(x, run_[j - 1]); --j) run_[j] = run_[j - 1];
-      run_[j] = x;
+    std::array<std::uint32_t, 65> start{};
+    for (const QueuedEvent& e : run_) ++start[group_of(e) + 1];
+    for (std::size_t g = 1; g < start.size(); ++g) start[g] += start[g - 1];
+    scratch_.resize(n);
+    std::array<std::uint32_t, 64> next{};
+    std::copy(start.begin(), start.begin() + 64, next.begin());
+    for (const QueuedEvent& e : run_) scratch_[next[group_of(e)]++] = e;
+    for (std::size_t i = 0; i < n; ++i) run_[i] = scratch_[i];
+    for (std::size_t g = 0; g < 64; ++g) {
+      QueuedEvent* first = run_.begin() + start[g];
+      QueuedEvent* last = run_.begin() + start[g + 1];
+      if (last - first > static_cast<std::ptrdiff_t>(kSmallRun)) {
+        std::sort(first, last, Before{});
+      } else {
+        insertion_sort(first, last);
+      }
+    }
+  }
+  static constexpr std::size_t kSmallRun = 32;
+  static unsigned group_of(const QueuedEvent& e) {
+    return static_cast<unsigned>(static_cast<std::uint64_t>(e.at.count()) >> kDigitBits) & 63u;
+  }
+  static void insertion_sort(QueuedEvent* first, QueuedEvent* last) {
+    for (QueuedEvent* i = first + (first != last); i < last; ++i) {
+      const QueuedEvent x = *i;
+      QueuedEvent* j = i;
+      for (; j > first && Before{}(x, *(j - 1)); --j) *j = *(j - 1);
+      *j = x;
     }
   }
 
@@ -257,6 +282,7 @@ class EventQueue {
   EventVec run_;    ///< events in the floor's block, sorted on (at, key), served from head_
   std::size_t head_ = 0;
   EventVec near_;  ///< events in the floor's block pushed out of the run's order: a heap on (at, key)
+  std::vector<QueuedEvent> scratch_;             ///< sort_run's counting sort
   std::array<EventVec, kLevels * 64> buckets_;   ///< level * 64 + digit (levels 2 and up)
   std::array<std::uint64_t, kLevels> digits_{};  ///< per level: bit d set when bucket d is not empty
   std::uint32_t levels_ = 0;                     ///< bit l set when level l has a non-empty bucket

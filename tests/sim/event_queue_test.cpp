@@ -82,6 +82,33 @@ TEST(EventQueue, SpreadsNearTheRunBlockMixTheRunTheNearHeapAndTheBuckets) {
   }
 }
 
+TEST(EventQueue, LargeRunsAreSortedByGroupsOfTheirBlock) {
+  // A thousand events in one later 4,096 ns block become one run when the queue gets there: counted into
+  // their 64 ns groups, each group sorted. Some groups hold one event, one holds 200 (sorted on its own with
+  // std::sort), ties on time everywhere; keys in push order or random.
+  for (bool increasing : {true, false}) {
+    Rng rng(increasing ? 7 : 8);
+    EventQueue q;
+    std::set<std::tuple<std::int64_t, std::uint64_t, std::uint32_t>> ref;
+    std::uint64_t seq = 0;
+    for (std::uint32_t id = 0; id < 1000; ++id) {
+      const std::int64_t at = id < 200 ? 1'000'000 + 640 + static_cast<std::int64_t>(rng.below(64))
+                                       : 1'000'000 + static_cast<std::int64_t>(rng.below(4096));
+      const std::uint64_t key = increasing ? seq++ : rng.next();
+      q.push(QueuedEvent{Time{at}, key, 0, id, 0});
+      ref.emplace(at, key, id);
+    }
+    while (!ref.empty()) {
+      const QueuedEvent e = q.pop();
+      ASSERT_EQ(e.at.count(), std::get<0>(*ref.begin()));
+      ASSERT_EQ(e.key, std::get<1>(*ref.begin()));
+      ASSERT_EQ(e.a, std::get<2>(*ref.begin()));
+      ref.erase(ref.begin());
+    }
+    EXPECT_TRUE(q.empty());
+  }
+}
+
 TEST(EventQueue, PushInsideTheRunOutOfItsOrder) {
   EventQueue q;
   q.push(QueuedEvent{Time{10'000}, 0, 0, 1, 0});
