@@ -160,15 +160,17 @@ class alignas(64) Process {
 
 namespace {
 /// A malloc'ed fiber stack that remembers where it is (for the sanitizer fiber annotations), with a cache
-/// colour: `size` plus (process id mod 64) KiB. Stacks allocated one after another are 64 KiB + 16 bytes
-/// apart, so without it the hot kilobyte at the top of every stack falls into the same few L2 sets (1,000
-/// processes: a quarter of the sets hold all of them). The extra space is usable stack; pages never touched
-/// cost no memory. Measured: +5% fiber events per second at 1,000 processes (bench/README.md).
+/// colour from the 65th process on: `size` plus (process id mod 64) KiB. Stacks allocated one after another
+/// are 64 KiB + 16 bytes apart, so without it the hot kilobyte at the top of every stack falls into the same
+/// few L2 sets (1,000 processes: a quarter of the sets hold all of them). The extra space is usable stack;
+/// pages never touched cost no memory. Measured: +5% fiber events per second at 1,000 processes. Not for the
+/// first 64: a small world's stacks fit the caches anyway, and blocks of odd sizes cost the worlds that
+/// explore creates and destroys by the thousand malloc's reuse of warm memory (redis runs/s −30%).
 struct RecordingStack {
   std::size_t size;
   Process* p;
   ctx::stack_context allocate() {
-    const std::size_t colour = std::size_t{p->id.value % 64} * 1024;
+    const std::size_t colour = p->id.value < 64 ? 0 : std::size_t{p->id.value % 64} * 1024;
     void* vp = std::malloc(size + colour);
     if (!vp) throw std::bad_alloc();
     ctx::stack_context sc;
