@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <boost/context/fiber.hpp>
-#include <boost/context/fixedsize_stack.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <new>
