@@ -154,9 +154,9 @@ double probe_timer_bench(const Sizes& z) {
   return static_cast<double>(z.probe_events) / s;
 }
 
-/// The world's fiber stacks (sim/world.cpp): malloc'ed, the top shifted by (index mod 64) KiB so that the hot
-/// top of each stack does not fall into the same cache sets as every other one's. The probe gets the same
-/// stacks: it stands for the machinery the kernel cannot do without, at its best (with plain
+/// The world's fiber stacks (sim/world.cpp): malloc'ed, the top shifted by World::stack_colour(index) so that
+/// the hot top of each stack does not fall into the same cache sets as every other one's. The probe gets the
+/// same stacks: it stands for the machinery the kernel cannot do without, at its best (with plain
 /// fixedsize_stack stacks it is ~10% slower in the default build, which would flatter kernel_vs_probe).
 struct ColouredStack {
   std::size_t size;
@@ -189,15 +189,16 @@ double probe_fiber_bench(const Sizes& z) {
   std::uint64_t ran = 0;
   std::vector<bctx::fiber> fibers;
   for (int i = 0; i < z.processes; ++i) {
-    fibers.emplace_back(std::allocator_arg,
-                        ColouredStack{WorldOptions{}.stack_size, static_cast<std::size_t>(i % 64) * 1024},
-                        [&stop, &ran](bctx::fiber&& sink) {
-                          while (!stop) {
-                            ++ran;
-                            sink = std::move(sink).resume();
-                          }
-                          return std::move(sink);
-                        });
+    fibers.emplace_back(
+        std::allocator_arg,
+        ColouredStack{WorldOptions{}.stack_size, World::stack_colour(static_cast<std::uint32_t>(i))},
+        [&stop, &ran](bctx::fiber&& sink) {
+          while (!stop) {
+            ++ran;
+            sink = std::move(sink).resume();
+          }
+          return std::move(sink);
+        });
   }
   for (auto& f : fibers) f = std::move(f).resume();  // first entry: stacks touched, as in a started world
   ran = 0;

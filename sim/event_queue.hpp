@@ -145,10 +145,7 @@ class EventQueue {
     if (!early_.empty()) [[unlikely]]
       return early_.front();
     if (head_ == run_.size() && near_.empty()) refill();
-    if (near_.empty()) [[likely]]
-      return run_[head_];
-    if (head_ == run_.size() || Before{}(near_.front(), run_[head_])) return near_.front();
-    return run_[head_];
+    return near_first() ? near_.front() : run_[head_];
   }
 
   /// Take the earliest event out. The queue must not be empty.
@@ -157,9 +154,8 @@ class EventQueue {
     if (!early_.empty()) [[unlikely]]
       return pop_heap(early_);
     if (head_ == run_.size() && near_.empty()) refill();
-    if (!near_.empty()) [[unlikely]] {
-      if (head_ == run_.size() || Before{}(near_.front(), run_[head_])) return pop_heap(near_);
-    }
+    if (near_first()) [[unlikely]]
+      return pop_heap(near_);
     const QueuedEvent e = run_[head_++];
     if (head_ == run_.size()) {
       run_.clear();
@@ -177,6 +173,11 @@ class EventQueue {
   struct After {  // std heaps are max-heaps: "after" makes the earliest the top
     bool operator()(const QueuedEvent& x, const QueuedEvent& y) const { return Before{}(y, x); }
   };
+
+  /// Whether the earliest event of the floor's block is the near heap's rather than the run's head.
+  bool near_first() const {
+    return !near_.empty() && (head_ == run_.size() || Before{}(near_.front(), run_[head_]));
+  }
 
   static QueuedEvent pop_heap(EventVec& h) {
     std::pop_heap(h.begin(), h.end(), After{});

@@ -169,7 +169,7 @@ struct RecordingStack {
   std::size_t size;
   Process* p;
   ctx::stack_context allocate() {
-    const std::size_t colour = p->id.value < 64 ? 0 : std::size_t{p->id.value % 64} * 1024;
+    const std::size_t colour = World::stack_colour(p->id.value);
     void* vp = std::malloc(size + colour);
     if (!vp) throw std::bad_alloc();
     ctx::stack_context sc;
