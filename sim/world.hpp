@@ -277,6 +277,8 @@ class World {
   template <class Fiber>
   void landed(Process& p, Fiber&& from);
   void prefetch_next();
+  template <int Below>
+  void prefetch_event(const Event& e);  ///< what e will touch: its message, Process, stack top
   void record(TraceKind k, ProcId p, ProcId peer = {}, std::uint64_t msg = 0, std::string_view label = {},
               std::string_view detail = {});
   /// record() for an event of a process at hand (the message path: send, deliver, receive), inline.
@@ -320,6 +322,7 @@ class World {
   std::vector<std::uint32_t>
       incarnations_;                   ///< per process, dense: a send reads it without the receiver's Process
   std::vector<const void*> saved_sp_;  ///< per process, dense: where its suspended fiber saved its registers
+  bool deep_prefetch_ = false;  ///< a world too big for the caches: prefetch further ahead (prefetch_next)
   std::map<std::string, ProcId, std::less<>> names_;
   std::vector<Fault> faults_;
   std::vector<std::uint32_t> fault_hits_;
