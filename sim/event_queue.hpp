@@ -1,19 +1,19 @@
 #pragma once
 /// The world's event queue: a radix heap on time (Ahuja, Mehlhorn, Orlin, Tarjan 1990) with 6-bit digits,
-/// whose two lowest levels are replaced by one sorted run.
+/// whose three lowest levels are replaced by one sorted run.
 /// Simulated time never goes back: an event is never scheduled before the one being run, which is exactly the
 /// monotone case a radix heap needs. The floor is the time the queue last moved to. An event in the floor's
-/// block (the same 4,096 ns aligned block: it differs from the floor only in the two lowest 6-bit digits)
-/// goes to the run, a sorted array served from its head: appended when it sorts last (an event at the current
-/// time, the usual case), else into a small binary heap beside it (`near_`), the two merged at the head. A
-/// later event goes to the bucket named by the highest 6-bit digit in which its time differs from the floor
-/// and that digit's value (levels 2 to 10, 64 buckets each). Pushing is an append. When the run and its heap
-/// are empty, the lowest non-empty bucket is emptied: the floor moves to its earliest time, its events in the
-/// floor's new block are sorted into the run, and the others go to lower buckets. Each event moves down at
-/// most a couple of levels, and every access is sequential, so a world of 100,000 processes with half a
-/// million events pending pays no cache miss per heap level, as a binary heap does. (With levels 0 and 1 as
-/// buckets, as before, an event took two more moves and every distinct time a refill: 1,246 against 1,190
-/// instructions per event of the kernel benchmark.)
+/// block (the same 262,144 ns aligned block: it differs from the floor only in the three lowest 6-bit
+/// digits) goes to the run, a sorted array served from its head: appended when it sorts last (an event at the
+/// current time, the usual case), else into a small binary heap beside it (`near_`), the two merged at the
+/// head. A later event goes to the bucket named by the highest 6-bit digit in which its time differs from the
+/// floor and that digit's value (levels 3 to 10, 64 buckets each). Pushing is an append. When the run and its
+/// heap are empty, the lowest non-empty bucket is emptied: the floor moves to its earliest time, its events
+/// in the floor's new block are sorted into the run (a counting sort, digit by digit), and the others go to
+/// lower buckets. An event sent over a network (a delay of more than the block) moves once, from its bucket
+/// to a run, and every access is sequential, so a world of 100,000 processes with half a million events
+/// pending pays no cache miss per heap level, as a binary heap does. (The block was 4,096 ns, two levels,
+/// before: the kernel benchmark's events then moved twice, with a refill every four events.)
 ///
 /// Order: earliest `at` first; among events at the same time, smallest `key` first (an insertion sequence,
 /// or with shuffled ties a seeded random key). The pop order is the total order on (at, key), so it is the
@@ -188,16 +188,19 @@ class EventQueue {
 
   static constexpr unsigned kDigitBits = 6;
   static constexpr unsigned kLevels = (64 + kDigitBits - 1) / kDigitBits;
-  /// The run covers the floor's block of 2^kRunBits ns: the two lowest radix levels. (Levels 0 and 1 as
-  /// buckets cost two more moves per event and a refill per distinct time.)
-  static constexpr unsigned kRunBits = 2 * kDigitBits;
+  /// The run covers the floor's block of 2^kRunBits ns (262 µs): the three lowest radix levels. Message
+  /// delays (a network's hundreds of microseconds to milliseconds) reach past it, so a send lands in a
+  /// bucket, and each event is moved once, from its bucket into a run. (With the block at 4,096 ns, two
+  /// levels, the kernel benchmark's events moved twice and a refill came every four events: 200 queue
+  /// instructions per event against ~80.)
+  static constexpr unsigned kRunBits = 3 * kDigitBits;
 
   bool in_block(Time at) const {
     return ((static_cast<std::uint64_t>(at.count()) ^ static_cast<std::uint64_t>(last_.count())) >>
             kRunBits) == 0;
   }
 
-  /// Into the bucket of (level, digit) for an event after the floor's block (level >= 2).
+  /// Into the bucket of (level, digit) for an event after the floor's block (level >= 3).
   void put(const QueuedEvent& e) {
     const auto t = static_cast<std::uint64_t>(e.at.count());
     const auto diff = t ^ static_cast<std::uint64_t>(last_.count());
@@ -238,38 +241,48 @@ class EventQueue {
     sort_run();
   }
 
-  /// Sorts the run on (at, key). A handful of events (the usual case): insertion sort (std::sort's own calls
-  /// memmove per element). More (thousands of processes: ~130 events per block at 100,000 clients): a stable
-  /// counting sort on the digit above the lowest (64 ns groups; every event of the run agrees with the floor
-  /// above it), then each group sorted on its own, so the whole is O(n) for events spread over the block.
-  void sort_run() {
-    const std::size_t n = run_.size();
+  /// Sorts the run on (at, key). A handful of events: insertion sort (std::sort's own calls memmove per
+  /// element). More: a stable counting sort on the highest 6-bit digit below the block (64 groups of 4,096
+  /// ns; every event of the run agrees with the floor above them), then each group likewise on the next digit
+  /// (64 ns), then each of those on the lowest (1 ns), and what is left (events at one time) by key. O(n) for
+  /// events spread over the block: the kernel benchmark's ~260 events per block or the ~8,000 of 100,000
+  /// churning clients.
+  void sort_run() { sort_range(run_.begin(), run_.end(), kRunBits - kDigitBits); }
+  void sort_range(QueuedEvent* first, QueuedEvent* last, int shift) {
+    const auto n = static_cast<std::size_t>(last - first);
     if (n <= kSmallRun) {
-      insertion_sort(run_.begin(), run_.end());
+      insertion_sort(first, last);
       return;
     }
+    if (shift < 0) {  // all at one time: by key
+      std::sort(first, last, Before{});
+      return;
+    }
+    const auto digit = [shift](const QueuedEvent& e) {
+      return static_cast<unsigned>(static_cast<std::uint64_t>(e.at.count()) >> shift) & 63u;
+    };
     std::array<std::uint32_t, 65> start{};
-    for (const QueuedEvent& e : run_) ++start[group_of(e) + 1];
+    for (const QueuedEvent* e = first; e != last; ++e) ++start[digit(*e) + 1];
     for (std::size_t g = 1; g < start.size(); ++g) start[g] += start[g - 1];
-    scratch_.resize(n);
+    if (const unsigned g = digit(*first); start[g] == 0 && start[g + 1] == n) {  // all in one group
+      sort_range(first, last, shift - static_cast<int>(kDigitBits));
+      return;
+    }
+    if (scratch_.size() < n) scratch_.resize(std::max(n, 2 * scratch_.size()));
     std::array<std::uint32_t, 64> next{};
     std::copy(start.begin(), start.begin() + 64, next.begin());
-    for (const QueuedEvent& e : run_) scratch_[next[group_of(e)]++] = e;
-    for (std::size_t i = 0; i < n; ++i) run_[i] = scratch_[i];
+    for (const QueuedEvent* e = first; e != last; ++e) scratch_[next[digit(*e)]++] = *e;
+    std::copy(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(n), first);
+    // Big groups on their next digit; the small ones (the usual case) all at once by one insertion sort
+    // over the range, which moves an event only within its group (every group is in place and, once
+    // sorted, the big ones cost it one comparison per event).
     for (std::size_t g = 0; g < 64; ++g) {
-      QueuedEvent* first = run_.begin() + start[g];
-      QueuedEvent* last = run_.begin() + start[g + 1];
-      if (last - first > static_cast<std::ptrdiff_t>(kSmallRun)) {
-        std::sort(first, last, Before{});
-      } else {
-        insertion_sort(first, last);
-      }
+      if (start[g + 1] - start[g] > kSmallRun)
+        sort_range(first + start[g], first + start[g + 1], shift - static_cast<int>(kDigitBits));
     }
+    insertion_sort(first, last);
   }
   static constexpr std::size_t kSmallRun = 32;
-  static unsigned group_of(const QueuedEvent& e) {
-    return static_cast<unsigned>(static_cast<std::uint64_t>(e.at.count()) >> kDigitBits) & 63u;
-  }
   static void insertion_sort(QueuedEvent* first, QueuedEvent* last) {
     for (QueuedEvent* i = first + (first != last); i < last; ++i) {
       const QueuedEvent x = *i;
@@ -284,7 +297,7 @@ class EventQueue {
   std::size_t head_ = 0;
   EventVec near_;  ///< events in the floor's block pushed out of the run's order: a heap on (at, key)
   std::vector<QueuedEvent> scratch_;             ///< sort_run's counting sort
-  std::array<EventVec, kLevels * 64> buckets_;   ///< level * 64 + digit (levels 2 and up)
+  std::array<EventVec, kLevels * 64> buckets_;   ///< level * 64 + digit (levels 3 and up)
   std::array<std::uint64_t, kLevels> digits_{};  ///< per level: bit d set when bucket d is not empty
   std::uint32_t levels_ = 0;                     ///< bit l set when level l has a non-empty bucket
   Time last_{0};                                 ///< the floor

@@ -73,27 +73,35 @@ TEST(EventQueue, HugeAndTinyTimeGapsMix) {
 }
 
 TEST(EventQueue, SpreadsNearTheRunBlockMixTheRunTheNearHeapAndTheBuckets) {
-  // The run holds the floor's 4,096 ns block: these spreads push into it, out of its order and past it.
+  // The run holds the floor's 262,144 ns block: these spreads push into it, out of its order and past it.
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    for (std::int64_t spread : {64, 4'096, 5'000, 70'000}) {
+    for (std::int64_t spread : {64, 4'096, 262'144, 300'000, 5'000'000}) {
       drive(seed, true, 3000, spread);
       drive(seed, false, 3000, spread);
     }
   }
 }
 
-TEST(EventQueue, LargeRunsAreSortedByGroupsOfTheirBlock) {
-  // A thousand events in one later 4,096 ns block become one run when the queue gets there: counted into
-  // their 64 ns groups, each group sorted. Some groups hold one event, one holds 200 (sorted on its own with
-  // std::sort), ties on time everywhere; keys in push order or random.
+TEST(EventQueue, LargeRunsAreSortedDigitByDigit) {
+  // A thousand events in one later 262,144 ns block become one run when the queue gets there: counted into
+  // their 4,096 ns groups, a big group into its 64 ns groups, a big one of those into its nanoseconds, and
+  // events at one time by key. 200 share a 4,096 ns group, 100 a 64 ns group, 50 one time (sorted by
+  // std::sort), the rest are spread over the block; keys in push order or random.
+  constexpr std::int64_t kBase = std::int64_t{1} << 20;  // a block boundary
   for (bool increasing : {true, false}) {
     Rng rng(increasing ? 7 : 8);
     EventQueue q;
     std::set<std::tuple<std::int64_t, std::uint64_t, std::uint32_t>> ref;
     std::uint64_t seq = 0;
     for (std::uint32_t id = 0; id < 1000; ++id) {
-      const std::int64_t at = id < 200 ? 1'000'000 + 640 + static_cast<std::int64_t>(rng.below(64))
-                                       : 1'000'000 + static_cast<std::int64_t>(rng.below(4096));
+      std::int64_t at = kBase + static_cast<std::int64_t>(rng.below(262'144));
+      if (id < 50) {
+        at = kBase + 5'000;
+      } else if (id < 150) {
+        at = kBase + 8'192 + static_cast<std::int64_t>(rng.below(64));
+      } else if (id < 350) {
+        at = kBase + 40'960 + static_cast<std::int64_t>(rng.below(4'096));
+      }
       const std::uint64_t key = increasing ? seq++ : rng.next();
       q.push(QueuedEvent{Time{at}, key, 0, id, 0});
       ref.emplace(at, key, id);
@@ -113,11 +121,11 @@ TEST(EventQueue, PushInsideTheRunOutOfItsOrder) {
   EventQueue q;
   q.push(QueuedEvent{Time{10'000}, 0, 0, 1, 0});
   q.push(QueuedEvent{Time{10'300}, 1, 0, 2, 0});
-  EXPECT_EQ(q.pop().a, 1u);                       // the floor's block is now [8192, 12288): 10300 is the run
+  EXPECT_EQ(q.pop().a, 1u);                       // the floor's block is [0, 262144): 10300 is the run
   q.push(QueuedEvent{Time{10'100}, 2, 0, 3, 0});  // before the run's last event
   q.push(QueuedEvent{Time{10'300}, 3, 0, 4, 0});  // at it, later key: appended
   q.push(QueuedEvent{Time{10'050}, 4, 0, 5, 0});
-  q.push(QueuedEvent{Time{20'000}, 5, 0, 6, 0});  // another block
+  q.push(QueuedEvent{Time{300'000}, 5, 0, 6, 0});  // another block
   std::vector<std::uint32_t> order;
   while (!q.empty()) order.push_back(q.pop().a);
   EXPECT_EQ(order, (std::vector<std::uint32_t>{5, 3, 2, 4, 6}));
