@@ -71,97 +71,6 @@ std::string_view to_string(Fault::Kind k) {
   return "?";
 }
 
-/// A FIFO of message slots with removal anywhere (a receive with a filter may take a later message). The
-/// first few slots live inside the Process (no separate allocation to miss in cache); more spill to the heap.
-class Mailbox {
- public:
-  std::size_t size() const { return n_ - head_; }
-  bool empty() const { return head_ == n_; }
-  std::uint32_t operator[](std::size_t i) const { return data()[head_ + i]; }
-  void push_back(std::uint32_t slot) {
-    if (n_ == cap_) grow();
-    data()[n_++] = slot;
-  }
-  void erase(std::size_t i) {
-    std::uint32_t* d = data();
-    if (i == 0) {
-      ++head_;
-    } else {
-      std::memmove(d + head_ + i, d + head_ + i + 1, (n_ - head_ - i - 1) * sizeof(std::uint32_t));
-      --n_;
-    }
-    if (head_ == n_) head_ = n_ = 0;
-  }
-  void clear() { head_ = n_ = 0; }
-
- private:
-  static constexpr std::uint32_t kInline = 6;
-  std::uint32_t* data() { return heap_ ? heap_.get() : inline_; }
-  const std::uint32_t* data() const { return heap_ ? heap_.get() : inline_; }
-  void grow() {
-    const std::uint32_t live = n_ - head_;
-    if (head_ > 0 && live < cap_ / 2 + 1) {  // room at the front: slide down
-      std::memmove(data(), data() + head_, live * sizeof(std::uint32_t));
-    } else {
-      const std::uint32_t cap = cap_ * 2;
-      auto bigger = std::make_unique<std::uint32_t[]>(cap);
-      std::memcpy(bigger.get(), data() + head_, live * sizeof(std::uint32_t));
-      heap_ = std::move(bigger);
-      cap_ = cap;
-    }
-    head_ = 0;
-    n_ = live;
-  }
-  std::unique_ptr<std::uint32_t[]> heap_;
-  std::uint32_t inline_[kInline];
-  std::uint32_t head_ = 0, n_ = 0, cap_ = kInline;
-};
-
-/// A process. Cache-line aligned, with what nearly every event touches (the scheduler's checks, the fiber,
-/// the Context the body holds, the mailbox) in its first two lines: with 100,000 processes each of these is a
-/// cache miss.
-class alignas(64) Process {
- public:
-  // First line.
-  Process(World& w) : context(w, *this) {}
-  ProcState state = ProcState::created;
-  bool paused = false;
-  bool waiting_receive = false;
-  bool pending_wake = false;  // a wake came while paused
-  bool killed = false;
-  ProcId id;
-  std::uint32_t incarnation = 0;
-  std::uint64_t wait_gen = 0;  // bumped at every block; wake events carry it
-  const std::function<bool(const Message&)>* filter = nullptr;
-  ctx::fiber fiber;  // its suspended context while it does not run
-  Context context;
-  // Second line.
-  Mailbox mailbox;
-  std::exception_ptr error;  // an exception that escaped the body, rethrown in scheduler context
-  std::uint64_t pending_gen = 0;
-  // Third line.
-  NodeClock clock;
-  Rng rng;
-
-  std::string name;
-  Body body;
-  ProcessOptions opts;
-  Storage storage;
-
-  // Pause.
-  std::uint64_t pause_gen = 0;
-  Time pause_until{0};           // when the current pause ends (kTimeMax: until an explicit resume)
-  bool restart_pending = false;  // crashed with a planned restart: still counts as live
-
-  // Fiber.
-  const void* stack_bottom = nullptr;
-  std::size_t stack_size = 0;
-  void* fake_stack = nullptr;
-
-  std::uint64_t fsync_gen = 0;
-  bool pending_start = false;  // start (or restart) came while paused
-};
-
 namespace {
 /// A malloc'ed fiber stack that remembers where it is (for the sanitizer fiber annotations), with a cache
 /// colour from the 65th process on: `size` plus (process id mod 64) KiB. Stacks allocated one after another
@@ -172,16 +81,18 @@ namespace {
 /// explore creates and destroys by the thousand malloc's reuse of warm memory (redis runs/s −30%).
 struct RecordingStack {
   std::size_t size;
-  Process* p;
+  std::uint32_t index;  // the process's id (its cache colour)
+  const void** bottom;  // where to record the stack (the Process's)
+  std::size_t* recorded_size;
   ctx::stack_context allocate() {
-    const std::size_t colour = World::stack_colour(p->id.value);
+    const std::size_t colour = World::stack_colour(index);
     void* vp = std::malloc(size + colour);
     if (!vp) throw std::bad_alloc();
     ctx::stack_context sc;
     sc.size = size + colour;
     sc.sp = static_cast<char*>(vp) + sc.size;
-    p->stack_bottom = vp;
-    p->stack_size = sc.size;
+    *bottom = vp;
+    *recorded_size = sc.size;
     return sc;
   }
   void deallocate(ctx::stack_context& sc) noexcept { std::free(static_cast<char*>(sc.sp) - sc.size); }
@@ -197,33 +108,6 @@ struct World::Fibers {
 
 // ---------------------------------------------------------------- Context
 
-LOCKSIM_ALWAYS_INLINE void World::record_of(TraceKind k, const Process& p, ProcId peer, std::uint64_t msg,
-                                            std::string_view label, std::string_view detail) {
-  const Time node_time = p.clock.monotonic(now_);
-  trace_.record(now_, node_time, node_time + p.clock.wall_offset(), k, p.id, peer, msg, label, detail);
-}
-
-ProcId Context::self() const {
-  return proc_.id;
-}
-const std::string& Context::name() const {
-  return proc_.name;
-}
-Time Context::now() const {
-  return proc_.clock.monotonic(world_.now_);
-}
-Time Context::wall() const {
-  return proc_.clock.wall(world_.now_);
-}
-Rng& Context::rng() {
-  return proc_.rng;
-}
-Storage& Context::storage() {
-  return proc_.storage;
-}
-std::uint32_t Context::incarnation() const {
-  return proc_.incarnation;
-}
 ProcId Context::lookup(std::string_view name) const {
   return world_.find(name);
 }
@@ -239,59 +123,9 @@ void Context::sleep(Duration d) {
   w.block(p);
 }
 
-std::uint64_t Context::send(ProcId to, Message m) {
-  World& w = world_;
-  m.id = w.next_msg_++;
-  m.from = proc_.id;
-  m.to = to;
-  const std::uint64_t id = m.id;
-  if (!to.valid() || to.value >= w.procs_.size()) throw std::out_of_range("send to an unknown process");
-  w.record_of(TraceKind::send, proc_, to, id, m.type, m.detail);
-  w.check_triggers(Trigger::Kind::send, proc_.id, m.type);
-  Fate fate = w.network_.decide(proc_.id, to, w.now_);
-  if (fate.lost) {
-    w.record(TraceKind::drop, to, proc_.id, id, m.type, fate.why);
-  } else {
-    const std::uint64_t dest = (std::uint64_t{to.value} << 32) | w.incarnations_[to.value];
-    for (std::uint32_t i = 0; i < fate.copies; ++i) {
-      if (i > 0) w.record(TraceKind::duplicate, to, proc_.id, id, m.type);
-      const std::uint32_t slot =
-          (i + 1 == fate.copies) ? w.messages_.put(std::move(m)) : w.messages_.put(Message(m));
-      w.push_event(w.now_ + fate.delays[i], World::EvKind::deliver, slot, dest);
-    }
-  }
-  if (proc_.paused) w.pause_here(proc_);  // a fault fired by this send paused us: stop right here
-  return id;
-}
-
 std::uint64_t Context::reply(const Message& request, Message m) {
   m.reply_to = request.id;
   return send(request.from, std::move(m));
-}
-
-LOCKSIM_ALWAYS_INLINE std::optional<Message> Context::take(std::size_t i) {
-  World& w = world_;
-  Process& p = proc_;
-  const std::uint32_t slot = p.mailbox[i];
-  p.mailbox.erase(i);
-  std::optional<Message> m(std::in_place, std::move(w.messages_.items[slot]));  // one move, then NRVO
-  w.messages_.release(slot);
-  w.record_of(TraceKind::receive, p, m->from, m->id, m->type);
-  w.check_triggers(Trigger::Kind::receive, p.id, m->type);
-  if (p.paused) w.pause_here(p);
-  return m;
-}
-
-std::optional<Message> Context::receive() {
-  Process& p = proc_;
-  for (;;) {
-    if (!p.mailbox.empty()) return take(0);
-    ++p.wait_gen;
-    p.waiting_receive = true;
-    p.filter = nullptr;
-    world_.block(p);
-    p.waiting_receive = false;
-  }
 }
 
 std::optional<Message> Context::receive(Duration timeout, const std::function<bool(const Message&)>& filter) {
@@ -348,11 +182,6 @@ World::World(WorldOptions opts)
 World::~World() {
   shutting_down_ = true;
   for (auto& p : procs_) kill_fiber(*p);
-}
-
-LOCKSIM_ALWAYS_INLINE void World::push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b) {
-  const std::uint64_t key = opts_.shuffle_ties ? tie_rng_.next() : seq_++;
-  queue_.push(Event{at, key, static_cast<std::uint32_t>(kind), a, b});
 }
 
 void World::push(Time at, std::function<void()> fn) {
@@ -441,22 +270,24 @@ void World::start_fiber(Process& p) {
   record(TraceKind::start, p.id, {}, 0, {},
          p.incarnation ? fmt::format("incarnation={}", p.incarnation) : "");
   std::size_t stack = p.opts.stack_size ? p.opts.stack_size : opts_.stack_size;
-  p.fiber = ctx::fiber(std::allocator_arg, RecordingStack{stack, &p}, [this, &p](ctx::fiber&& from) {
-    landed(p, std::move(from));  // always from the scheduler's stack: starts are not handed off
-    bool ended = false;
-    try {
-      p.body(p.context);
-      ended = true;
-    } catch (const ProcessKilled&) {
-    } catch (...) {
-      p.error = std::current_exception();
-      ended = true;
-    }
-    if (ended) process_ended(p);
-    from_ = &p;
-    LOCKSIM_START_SWITCH(nullptr, main_stack_bottom, main_stack_size);
-    return std::move(fibers_->main);
-  });
+  p.fiber = ctx::fiber(
+      std::allocator_arg, RecordingStack{stack, p.id.value, &p.stack_bottom, &p.stack_size},
+      [this, &p](ctx::fiber&& from) {
+        landed(p, std::move(from));  // always from the scheduler's stack: starts are not handed off
+        bool ended = false;
+        try {
+          p.body(p.context);
+          ended = true;
+        } catch (const ProcessKilled&) {
+        } catch (...) {
+          p.error = std::current_exception();
+          ended = true;
+        }
+        if (ended) process_ended(p);
+        from_ = &p;
+        LOCKSIM_START_SWITCH(nullptr, main_stack_bottom, main_stack_size);
+        return std::move(fibers_->main);
+      });
   switch_to(p);
 }
 

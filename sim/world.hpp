@@ -199,10 +199,6 @@ class World {
     note_observers_.push_back(std::move(fn));
   }
 
-  // Used by Context.
-  Process& process(ProcId p) { return *procs_[p.value]; }
-  const Process& process(ProcId p) const { return *procs_[p.value]; }
-
  private:
   friend class Context;
   friend class Process;
@@ -232,7 +228,7 @@ class World {
   struct Slab {
     std::vector<T, Alloc> items;
     std::vector<std::uint32_t> free;
-    std::uint32_t put(T&& v) {
+    LOCKSIM_ALWAYS_INLINE std::uint32_t put(T&& v) {
       if (!free.empty()) {
         const std::uint32_t i = free.back();
         free.pop_back();
@@ -331,3 +327,5 @@ class World {
 };
 
 }  // namespace locksim
+
+#include "sim/process.hpp"  // the message path, inline
