@@ -66,6 +66,11 @@ class EventVec {
   }
   void pop_back() { --size_; }
   void clear() { size_ = 0; }
+  /// n events whose contents the caller writes next.
+  void resize_for_overwrite(std::size_t n) {
+    while (cap_ < n) grow();
+    size_ = static_cast<std::uint32_t>(n);
+  }
   void swap(EventVec& o) noexcept {
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
@@ -230,14 +235,20 @@ class EventQueue {
     Time least = b.front().at;
     for (const QueuedEvent& e : b) least = std::min(least, e.at);
     last_ = least;
-    for (const QueuedEvent& e : b) {
-      if (in_block(e.at)) {
-        run_.push_back(e);
-      } else {
-        put(e);
+    if (level == kRunBits / kDigitBits) {
+      // The level just above the run: the bucket's events all share its block (they agree with the old floor
+      // above the bucket's digit, and on the digit), so the bucket becomes the run as it is.
+      run_.swap(b);
+    } else {
+      for (const QueuedEvent& e : b) {
+        if (in_block(e.at)) {
+          run_.push_back(e);
+        } else {
+          put(e);
+        }
       }
+      b.clear();
     }
-    b.clear();
     sort_run();
   }
 
@@ -247,8 +258,10 @@ class EventQueue {
   /// (64 ns), then each of those on the lowest (1 ns), and what is left (events at one time) by key. O(n) for
   /// events spread over the block: the kernel benchmark's ~260 events per block or the ~8,000 of 100,000
   /// churning clients.
-  void sort_run() { sort_range(run_.begin(), run_.end(), kRunBits - kDigitBits); }
-  void sort_range(QueuedEvent* first, QueuedEvent* last, int shift) {
+  void sort_run() { sort_range(run_.begin(), run_.end(), kRunBits - kDigitBits, true); }
+  /// `whole`: [first, last) is the whole run, whose buffer may trade places with the scratch buffer's (the
+  /// counting sort's scatter is then the only copy).
+  void sort_range(QueuedEvent* first, QueuedEvent* last, int shift, bool whole = false) {
     const auto n = static_cast<std::size_t>(last - first);
     if (n <= kSmallRun) {
       insertion_sort(first, last);
@@ -265,14 +278,20 @@ class EventQueue {
     for (const QueuedEvent* e = first; e != last; ++e) ++start[digit(*e) + 1];
     for (std::size_t g = 1; g < start.size(); ++g) start[g] += start[g - 1];
     if (const unsigned g = digit(*first); start[g] == 0 && start[g + 1] == n) {  // all in one group
-      sort_range(first, last, shift - static_cast<int>(kDigitBits));
+      sort_range(first, last, shift - static_cast<int>(kDigitBits), whole);
       return;
     }
-    if (scratch_.size() < n) scratch_.resize(std::max(n, 2 * scratch_.size()));
+    scratch_.resize_for_overwrite(n);
     std::array<std::uint32_t, 64> next{};
     std::copy(start.begin(), start.begin() + 64, next.begin());
     for (const QueuedEvent* e = first; e != last; ++e) scratch_[next[digit(*e)]++] = *e;
-    std::copy(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(n), first);
+    if (whole) {
+      run_.swap(scratch_);
+      first = run_.begin();
+      last = run_.end();
+    } else {
+      std::copy(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(n), first);
+    }
     // Big groups on their next digit; the small ones (the usual case) all at once by one insertion sort
     // over the range, which moves an event only within its group (every group is in place and, once
     // sorted, the big ones cost it one comparison per event).
@@ -295,8 +314,8 @@ class EventQueue {
   EventVec early_;  ///< events pushed before the floor: a heap on (at, key), served first
   EventVec run_;    ///< events in the floor's block, sorted on (at, key), served from head_
   std::size_t head_ = 0;
-  EventVec near_;  ///< events in the floor's block pushed out of the run's order: a heap on (at, key)
-  std::vector<QueuedEvent> scratch_;             ///< sort_run's counting sort
+  EventVec near_;     ///< events in the floor's block pushed out of the run's order: a heap on (at, key)
+  EventVec scratch_;  ///< sort_run's counting sort
   std::array<EventVec, kLevels * 64> buckets_;   ///< level * 64 + digit (levels 3 and up)
   std::array<std::uint64_t, kLevels> digits_{};  ///< per level: bit d set when bucket d is not empty
   std::uint32_t levels_ = 0;                     ///< bit l set when level l has a non-empty bucket
