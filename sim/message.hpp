@@ -36,6 +36,9 @@ class MsgType {
   MsgType(const std::string& s) : MsgType(std::string_view(s)) {}  // NOLINT(google-explicit-constructor)
 
   constexpr std::string_view view() const noexcept { return {buf_, size_}; }
+  /// The name's bytes, then the rest of the 24-byte object (readable: what the trace copies as whole
+  /// words).
+  const void* bytes() const noexcept { return this; }
   constexpr operator std::string_view() const noexcept { return view(); }  // NOLINT: reads as text
   std::string str() const { return std::string(view()); }
   constexpr std::size_t size() const noexcept { return size_; }
@@ -52,7 +55,9 @@ class MsgType {
   char buf_[kMax]{};
   unsigned char size_ = 0;
 };
-static_assert(sizeof(MsgType) == 24 && std::is_trivially_copyable_v<MsgType>);
+static_assert(sizeof(MsgType) == 24 && std::is_trivially_copyable_v<MsgType> &&
+              std::is_standard_layout_v<MsgType>);  // the name's bytes first: bytes()
+static_assert(sizeof(MsgType) >= Trace::kLabelRoom);
 
 /// A message's detail: optional human-readable text for the trace. Most messages on hot paths have none, so
 /// it is one pointer (null when empty) rather than an inline string; a copy copies the text.

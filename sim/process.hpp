@@ -114,9 +114,10 @@ class alignas(64) Process {
 // ---------------------------------------------------------------- the message path, inline
 
 LOCKSIM_ALWAYS_INLINE void World::record_of(TraceKind k, const Process& p, ProcId peer, std::uint64_t msg,
-                                            std::string_view label, std::string_view detail) {
+                                            const MsgType& label, std::string_view detail) {
   const Time node_time = p.clock.monotonic(now_);
-  trace_.record(now_, node_time, node_time + p.clock.wall_offset(), k, p.id, peer, msg, label, detail);
+  trace_.record_roomy_label(now_, node_time, node_time + p.clock.wall_offset(), k, p.id, peer, msg,
+                            label.bytes(), label.size(), detail);
 }
 
 LOCKSIM_ALWAYS_INLINE void World::push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b) {

@@ -88,6 +88,31 @@ class Trace {
     if (keep_) [[unlikely]]
       keep(time, node_time, wall_time, kind, proc, peer, msg, label, detail);
   }
+  /// record() for a label with kLabelRoom readable bytes at `label` (a message type's inline buffer), of
+  /// which the first `label_size` are the label: copied as whole words, without branching on the size (the
+  /// same canonical bytes).
+  static constexpr std::size_t kLabelRoom = 24;
+  LOCKSIM_ALWAYS_INLINE void record_roomy_label(Time time, Time node_time, Time wall_time, TraceKind kind,
+                                                ProcId proc, ProcId peer, std::uint64_t msg,
+                                                const void* label, std::size_t label_size,
+                                                std::string_view detail) {
+    if (used_ + kFixed + kLabelRoom + detail.size() > kBatch) [[unlikely]] {
+      record_slow(time, node_time, wall_time, kind, proc, peer, msg,
+                  std::string_view(static_cast<const char*>(label), label_size), detail);
+      return;
+    }
+    unsigned char* buf = pending_.data() + used_;
+    encode_fixed(buf, time, node_time, wall_time, kind, proc, peer, msg, label_size, detail.size());
+    buf += kFixed;
+    std::memcpy(buf, label, kLabelRoom);  // the bytes past label_size are overwritten or never hashed
+    buf += label_size;
+    if (!detail.empty()) std::memcpy(buf, detail.data(), detail.size());
+    used_ += kFixed + label_size + detail.size();
+    ++count_;
+    if (keep_) [[unlikely]]
+      keep(time, node_time, wall_time, kind, proc, peer, msg,
+           std::string_view(static_cast<const char*>(label), label_size), detail);
+  }
   std::uint64_t hash() const;
   std::uint64_t count() const { return count_; }
   const std::vector<TraceEvent>& events() const { return events_; }

@@ -278,7 +278,7 @@ class World {
   void record(TraceKind k, ProcId p, ProcId peer = {}, std::uint64_t msg = 0, std::string_view label = {},
               std::string_view detail = {});
   /// record() for an event of a process at hand (the message path: send, deliver, receive), inline.
-  void record_of(TraceKind k, const Process& p, ProcId peer, std::uint64_t msg, std::string_view label,
+  void record_of(TraceKind k, const Process& p, ProcId peer, std::uint64_t msg, const MsgType& label,
                  std::string_view detail = {});
   void fire(const Fault& f);
   void check_triggers(Trigger::Kind kind, ProcId p, std::string_view label) {
