@@ -154,7 +154,7 @@ class EventQueue {
   }
 
   /// Take the earliest event out. The queue must not be empty.
-  QueuedEvent pop() {
+  LOCKSIM_ALWAYS_INLINE QueuedEvent pop() {
     --size_;
     if (!early_.empty()) [[unlikely]]
       return pop_heap(early_);

@@ -20,6 +20,12 @@ namespace locksim {
 /// first few slots live inside the Process (no separate allocation to miss in cache); more spill to the heap.
 class Mailbox {
  public:
+  Mailbox() = default;
+  Mailbox(const Mailbox&) = delete;  // data_ may point into the object itself
+  Mailbox& operator=(const Mailbox&) = delete;
+  ~Mailbox() {
+    if (data_ != inline_) delete[] data_;
+  }
   std::size_t size() const { return n_ - head_; }
   bool empty() const { return head_ == n_; }
   std::uint32_t operator[](std::size_t i) const { return data()[head_ + i]; }
@@ -41,23 +47,24 @@ class Mailbox {
 
  private:
   static constexpr std::uint32_t kInline = 6;
-  std::uint32_t* data() { return heap_ ? heap_.get() : inline_; }
-  const std::uint32_t* data() const { return heap_ ? heap_.get() : inline_; }
+  std::uint32_t* data() { return data_; }
+  const std::uint32_t* data() const { return data_; }
   void grow() {
     const std::uint32_t live = n_ - head_;
     if (head_ > 0 && live < cap_ / 2 + 1) {  // room at the front: slide down
       std::memmove(data(), data() + head_, live * sizeof(std::uint32_t));
     } else {
       const std::uint32_t cap = cap_ * 2;
-      auto bigger = std::make_unique<std::uint32_t[]>(cap);
-      std::memcpy(bigger.get(), data() + head_, live * sizeof(std::uint32_t));
-      heap_ = std::move(bigger);
+      auto* bigger = new std::uint32_t[cap];
+      std::memcpy(bigger, data() + head_, live * sizeof(std::uint32_t));
+      if (data_ != inline_) delete[] data_;
+      data_ = bigger;
       cap_ = cap;
     }
     head_ = 0;
     n_ = live;
   }
-  std::unique_ptr<std::uint32_t[]> heap_;
+  std::uint32_t* data_ = inline_;  ///< inline_, or a heap array once more than kInline wait (no branch)
   std::uint32_t inline_[kInline];
   std::uint32_t head_ = 0, n_ = 0, cap_ = kInline;
 };
@@ -157,10 +164,12 @@ inline std::uint64_t Context::send(ProcId to, Message m) {
   w.record_of(TraceKind::send, proc_, to, id, m.type, m.detail);
   w.check_triggers(Trigger::Kind::send, proc_.id, m.type);
   Fate fate = w.network_.decide(proc_.id, to, w.now_);
-  if (fate.lost) {
+  const std::uint64_t dest = (std::uint64_t{to.value} << 32) | w.incarnations_[to.value];
+  if (fate.copies == 1) [[likely]] {  // not lost, not duplicated
+    w.push_event(w.now_ + fate.delays[0], World::EvKind::deliver, w.messages_.put(std::move(m)), dest);
+  } else if (fate.lost) {
     w.record(TraceKind::drop, to, proc_.id, id, m.type, fate.why);
   } else {
-    const std::uint64_t dest = (std::uint64_t{to.value} << 32) | w.incarnations_[to.value];
     for (std::uint32_t i = 0; i < fate.copies; ++i) {
       if (i > 0) w.record(TraceKind::duplicate, to, proc_.id, id, m.type);
       const std::uint32_t slot =
