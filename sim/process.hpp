@@ -160,7 +160,9 @@ inline std::uint64_t Context::send(ProcId to, Message m) {
   m.from = proc_.id;
   m.to = to;
   const std::uint64_t id = m.id;
-  if (!to.valid() || to.value >= w.procs_.size()) throw std::out_of_range("send to an unknown process");
+  // (An invalid id, kNone, is above every index too: the process limit is below it.)
+  if (to.value >= w.procs_.size()) [[unlikely]]
+    throw std::out_of_range("send to an unknown process");
   w.record_of(TraceKind::send, proc_, to, id, m.type, m.detail);
   w.check_triggers(Trigger::Kind::send, proc_.id, m.type);
   Fate fate = w.network_.decide(proc_.id, to, w.now_);
