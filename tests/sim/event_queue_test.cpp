@@ -84,9 +84,9 @@ TEST(EventQueue, SpreadsNearTheRunBlockMixTheRunTheNearHeapAndTheBuckets) {
 
 TEST(EventQueue, LargeRunsAreSortedDigitByDigit) {
   // A thousand events in one later 262,144 ns block become one run when the queue gets there: counted into
-  // their 4,096 ns groups, a big group into its 64 ns groups, a big one of those into its nanoseconds, and
-  // events at one time by key. 200 share a 4,096 ns group, 100 a 64 ns group, 50 one time (sorted by
-  // std::sort), the rest are spread over the block; keys in push order or random.
+  // 2,048 groups of 128 ns (11 bits for 1,000 events), a big group into its nanoseconds, and events at one
+  // time by key. 200 share a 4,096 ns span (about 6 per group), 100 a 64 ns span (one big group), 50 one
+  // time (a big group, then std::sort), the rest are spread over the block; keys in push order or random.
   constexpr std::int64_t kBase = std::int64_t{1} << 20;  // a block boundary
   for (bool increasing : {true, false}) {
     Rng rng(increasing ? 7 : 8);
