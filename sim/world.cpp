@@ -659,27 +659,6 @@ LOCKSIM_ALWAYS_INLINE void World::prefetch_event(const Event& e) {
   }
 }
 
-void World::prefetch_deep() {
-  // A world too big for the caches: what its events touch comes from memory, and each address from a load
-  // (a dense table's entry, then the Process or stack it points to) that misses too. So start earlier, in
-  // two steps: the tables' entries and the message kTableAhead events ahead, the rest kDeepAhead ahead, by
-  // when those entries are in cache. Memory-level parallelism is the limit here, so the stack window is
-  // smaller below the saved registers. Measured on the scale benchmark's 100,000 clients for 60 s: 179-188
-  // ns per message, against 202 with the small-world prefetch.
-  if (const Event* e = queue_.peek_hint(kTableAhead)) {
-    std::uint32_t proc = e->a;
-    if (static_cast<EvKind>(e->kind) == EvKind::deliver) {
-      proc = static_cast<std::uint32_t>(e->b >> 32);
-      __builtin_prefetch(&messages_.items[e->a]);
-    }
-    if (static_cast<EvKind>(e->kind) != EvKind::callback) {
-      __builtin_prefetch(&procs_[proc]);
-      __builtin_prefetch(&saved_sp_[proc]);
-    }
-  }
-  if (const Event* e = queue_.peek_hint(kDeepAhead)) prefetch_event<256, 512>(*e);
-}
-
 LOCKSIM_ALWAYS_INLINE void World::prefetch_next() {
   // With many processes, most events touch a Process and a message that are cold: start loading those of the
   // next events while this one runs (a hint only: a wrong guess costs nothing). top() may move the queue's
@@ -702,7 +681,24 @@ LOCKSIM_ALWAYS_INLINE void World::prefetch_next() {
     if (const Event* far = queue_.peek_hint(1)) prefetch_event<256, 256>(*far);
     return;
   }
-  prefetch_deep();
+  // A world too big for the caches: what its events touch comes from memory, and each address from a load
+  // (a dense table's entry, then the Process or stack it points to) that misses too. So start earlier, in
+  // two steps: the tables' entries and the message kTableAhead events ahead, the rest kDeepAhead ahead, by
+  // when those entries are in cache. Memory-level parallelism is the limit here, so the stack window is
+  // smaller below the saved registers. Measured on the scale benchmark's 100,000 clients for 60 s: 179-188
+  // ns per message, against 202 with the small-world prefetch.
+  if (const Event* e = queue_.peek_hint(kTableAhead)) {
+    std::uint32_t proc = e->a;
+    if (static_cast<EvKind>(e->kind) == EvKind::deliver) {
+      proc = static_cast<std::uint32_t>(e->b >> 32);
+      __builtin_prefetch(&messages_.items[e->a]);
+    }
+    if (static_cast<EvKind>(e->kind) != EvKind::callback) {
+      __builtin_prefetch(&procs_[proc]);
+      __builtin_prefetch(&saved_sp_[proc]);
+    }
+  }
+  if (const Event* e = queue_.peek_hint(kDeepAhead)) prefetch_event<256, 512>(*e);
 }
 
 LOCKSIM_ALWAYS_INLINE void World::run_next() {

@@ -273,7 +273,6 @@ class World {
   template <class Fiber>
   void landed(Process& p, Fiber&& from);
   void prefetch_next();
-  void prefetch_deep();  ///< prefetch_next's part for worlds too big for the caches (out of line)
   template <int Below, int Above>
   void prefetch_event(const Event& e);  ///< what e will touch: its message, Process, stack top
   void record(TraceKind k, ProcId p, ProcId peer = {}, std::uint64_t msg = 0, std::string_view label = {},
