@@ -252,12 +252,8 @@ class EventQueue {
     sort_run();
   }
 
-  /// Sorts the run on (at, key). A handful of events: insertion sort (std::sort's own calls memmove per
-  /// element). More: a stable counting sort on the highest 6-bit digit below the block (64 groups of 4,096
-  /// ns; every event of the run agrees with the floor above them), then each group likewise on the next digit
-  /// (64 ns), then each of those on the lowest (1 ns), and what is left (events at one time) by key. O(n) for
-  /// events spread over the block: the kernel benchmark's ~260 events per block or the ~8,000 of 100,000
-  /// churning clients.
+  /// Sorts the run on (at, key): sort_range over the whole run (every event of it agrees with the floor from
+  /// bit kRunBits up).
   void sort_run() { sort_range(run_.begin(), run_.end(), kRunBits, 0, true); }
   /// Sorts [first, last), whose events agree on every bit of their time from bit `top` up, on (at, key). A
   /// stable counting sort on the next `bits` bits below `top`, as many as give about two groups per event

@@ -67,7 +67,7 @@ class Detail {
   // detail by zeroing, and GCC then cleared the whole 96-byte message with `rep stosq` before setting its
   // fields: the instruction's start-up cost and the failed store forwarding after it were ~8% of the kernel
   // benchmark's sending code (perf). Now a few vector stores.
-  Detail() noexcept {}  // NOLINT(modernize-use-equals-default)
+  Detail() noexcept {}   // NOLINT(modernize-use-equals-default)
   Detail(std::string s)  // NOLINT(google-explicit-constructor): a detail is written as text
       : text_(s.empty() ? nullptr : std::make_unique<std::string>(std::move(s))) {}
   Detail(std::string_view s) : Detail(std::string(s)) {}  // NOLINT(google-explicit-constructor)

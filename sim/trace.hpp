@@ -71,22 +71,7 @@ class Trace {
   LOCKSIM_ALWAYS_INLINE void record(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc,
                                     ProcId peer, std::uint64_t msg, std::string_view label,
                                     std::string_view detail) {
-    // Canonical form: fixed-width little-endian fields, then the strings (their lengths are in the fixed
-    // part).
-    if (used_ + kFixed + label.size() + detail.size() > kBatch) [[unlikely]] {
-      record_slow(time, node_time, wall_time, kind, proc, peer, msg, label, detail);
-      return;
-    }
-    unsigned char* buf = pending_.data() + used_;
-    encode_fixed(buf, time, node_time, wall_time, kind, proc, peer, msg, label.size(), detail.size());
-    buf += kFixed;
-    copy_short(buf, label.data(), label.size());
-    buf += label.size();
-    if (!detail.empty()) std::memcpy(buf, detail.data(), detail.size());
-    used_ += kFixed + label.size() + detail.size();
-    ++count_;
-    if (keep_) [[unlikely]]
-      keep(time, node_time, wall_time, kind, proc, peer, msg, label, detail);
+    encode<0>(time, node_time, wall_time, kind, proc, peer, msg, label.data(), label.size(), detail);
   }
   /// record() for a label with kLabelRoom readable bytes at `label` (a message type's inline buffer), of
   /// which the first `label_size` are the label: copied as whole words, without branching on the size (the
@@ -96,22 +81,8 @@ class Trace {
                                                 ProcId proc, ProcId peer, std::uint64_t msg,
                                                 const void* label, std::size_t label_size,
                                                 std::string_view detail) {
-    if (used_ + kFixed + kLabelRoom + detail.size() > kBatch) [[unlikely]] {
-      record_slow(time, node_time, wall_time, kind, proc, peer, msg,
-                  std::string_view(static_cast<const char*>(label), label_size), detail);
-      return;
-    }
-    unsigned char* buf = pending_.data() + used_;
-    encode_fixed(buf, time, node_time, wall_time, kind, proc, peer, msg, label_size, detail.size());
-    buf += kFixed;
-    std::memcpy(buf, label, kLabelRoom);  // the bytes past label_size are overwritten or never hashed
-    buf += label_size;
-    if (!detail.empty()) std::memcpy(buf, detail.data(), detail.size());
-    used_ += kFixed + label_size + detail.size();
-    ++count_;
-    if (keep_) [[unlikely]]
-      keep(time, node_time, wall_time, kind, proc, peer, msg,
-           std::string_view(static_cast<const char*>(label), label_size), detail);
+    encode<kLabelRoom>(time, node_time, wall_time, kind, proc, peer, msg, static_cast<const char*>(label),
+                       label_size, detail);
   }
   std::uint64_t hash() const;
   std::uint64_t count() const { return count_; }
@@ -135,6 +106,34 @@ class Trace {
   mutable std::vector<unsigned char> pending_;
   mutable std::size_t used_ = 0;
   void flush() const;
+  /// Both record()s: the canonical form is fixed-width little-endian fields, then the strings (their
+  /// lengths are in the fixed part), written straight into the hash batch. `Room` > 0: `label` has that
+  /// many readable bytes, copied whole (the bytes past label_size are overwritten or never hashed); 0: the
+  /// label's own bytes only.
+  template <std::size_t Room>
+  LOCKSIM_ALWAYS_INLINE void encode(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc,
+                                    ProcId peer, std::uint64_t msg, const char* label, std::size_t label_size,
+                                    std::string_view detail) {
+    if (used_ + kFixed + (Room > 0 ? Room : label_size) + detail.size() > kBatch) [[unlikely]] {
+      record_slow(time, node_time, wall_time, kind, proc, peer, msg, std::string_view(label, label_size),
+                  detail);
+      return;
+    }
+    unsigned char* buf = pending_.data() + used_;
+    encode_fixed(buf, time, node_time, wall_time, kind, proc, peer, msg, label_size, detail.size());
+    buf += kFixed;
+    if constexpr (Room > 0) {
+      std::memcpy(buf, label, Room);
+    } else {
+      copy_short(buf, label, label_size);
+    }
+    buf += label_size;
+    if (!detail.empty()) std::memcpy(buf, detail.data(), detail.size());
+    used_ += kFixed + label_size + detail.size();
+    ++count_;
+    if (keep_) [[unlikely]]
+      keep(time, node_time, wall_time, kind, proc, peer, msg, std::string_view(label, label_size), detail);
+  }
   void append(const void* p, std::size_t n);
   void record_slow(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
                    std::uint64_t msg, std::string_view label, std::string_view detail);
