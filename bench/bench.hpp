@@ -20,7 +20,8 @@ struct ChurnOptions {
   std::uint32_t clients = 30;
   double sim_seconds = 10;
   std::uint64_t seed = 1;
-  std::size_t stack_size = 0;  ///< fiber stack per process; 0 = the world's default
+  std::size_t stack_size = 0;     ///< fiber stack per process; 0 = the world's default
+  bool huge_page_stacks = false;  ///< WorldOptions::huge_page_stacks
 };
 
 /// What one run of redlock-churn did and how long it took (wall time covers building the world and running
@@ -40,8 +41,9 @@ ChurnResult run_churn(const ChurnOptions& o);
 /// `impl=locksim clients=C sim_seconds=T acquisitions=A messages=M wall_s=W msgs_per_wall_s=R`.
 int run_churn_bench(int argc, char** argv);
 
-/// `bench scale [--clients C1,C2,...] [--sim-seconds T | --messages N]`: redlock-churn at growing C, each
-/// size in a forked child (its own peak RSS); prints time per message and peak RSS per size.
+/// `bench scale [--clients C1,C2,...] [--sim-seconds T | --messages N] [--stack-kib K] [--huge-page-stacks]`:
+/// redlock-churn at growing C, each size in a forked child (its own peak RSS); prints time per message and
+/// peak RSS per size.
 int run_scale_bench(int argc, char** argv);
 
 /// `locksim bench [NAME [OPTIONS...]]`: argv[1] names the benchmark (`kernel`; all of them when absent), the

@@ -156,6 +156,7 @@ ChurnResult run_churn(const ChurnOptions& o) {
   wo.limits.max_events = ~std::uint64_t{0};
   wo.limits.max_processes = o.clients + 16;
   if (o.stack_size != 0) wo.stack_size = o.stack_size;
+  wo.huge_page_stacks = o.huge_page_stacks;
   World w(wo);
   ProcessOptions daemon;
   daemon.daemon = true;
@@ -222,6 +223,8 @@ int run_scale_bench(int argc, char** argv) {
   std::vector<std::uint64_t> sizes{30, 300, 3'000, 30'000, 100'000};
   double fixed_seconds = 0;            // 0: chosen per size for about `messages` messages
   std::uint64_t messages = 5'000'000;  // target per size when the simulated time is not fixed
+  std::uint64_t stack_kib = 0;         // 0: the world's default
+  bool huge_page_stacks = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -242,9 +245,15 @@ int run_scale_bench(int argc, char** argv) {
       ++i;
     } else if (a == "--messages" && has_value && parse_u64(argv[i + 1], messages) && messages > 0) {
       ++i;
+    } else if (a == "--stack-kib" && has_value && parse_u64(argv[i + 1], stack_kib) && stack_kib >= 8 &&
+               stack_kib <= 1024) {
+      ++i;
+    } else if (a == "--huge-page-stacks") {
+      huge_page_stacks = true;
     } else if (a == "--help" || a == "-h") {
       fmt::print(
-          "usage: {} [--clients C1,C2,...] [--sim-seconds T | --messages N]\n"
+          "usage: {} [--clients C1,C2,...] [--sim-seconds T | --messages N] [--stack-kib K] "
+          "[--huge-page-stacks]\n"
           "  redlock-churn at each C (default 30,300,3000,30000,100000), each in a child process so that its "
           "peak\n"
           "  RSS is its own. Without --sim-seconds the simulated time is chosen for about N messages per "
@@ -252,7 +261,12 @@ int run_scale_bench(int argc, char** argv) {
           "  (default 5000000; a client sends about 320 messages per simulated second). One line per size:\n"
           "  clients=C sim_seconds=T acquisitions=A messages=M wall_s=W cpu_s=U ns_per_msg=X "
           "cpu_ns_per_msg=Z\n"
-          "  peak_rss_mib=Y  (ns_per_msg from wall time, cpu_ns_per_msg from this process's CPU time)\n",
+          "  peak_rss_mib=Y stack_kib=K huge_page_stacks=0|1  (ns_per_msg from wall time, cpu_ns_per_msg "
+          "from\n"
+          "  this process's CPU time)\n"
+          "  --stack-kib K: fiber stacks of K KiB (8-1024; default the world's 64)\n"
+          "  --huge-page-stacks: stacks from a transparent-huge-page arena (WorldOptions::huge_page_stacks;\n"
+          "  for big worlds, with a small --stack-kib: every stack is resident in full)\n",
           argc > 0 ? argv[0] : "scale");
       return 0;
     } else {
@@ -264,6 +278,8 @@ int run_scale_bench(int argc, char** argv) {
   for (std::uint64_t c : sizes) {
     ChurnOptions o;
     o.clients = static_cast<std::uint32_t>(c);
+    o.stack_size = stack_kib * 1024;
+    o.huge_page_stacks = huge_page_stacks;
     // A losing client's cycle is 12 ms of messages plus a 50 ms mean sleep: ~20 messages per 62 ms.
     o.sim_seconds = fixed_seconds > 0
                         ? fixed_seconds
@@ -279,10 +295,11 @@ int run_scale_bench(int argc, char** argv) {
       fmt::print(
           "clients={} sim_seconds={} acquisitions={} messages={} wall_s={:.3f} cpu_s={:.3f} "
           "ns_per_msg={:.1f} "
-          "cpu_ns_per_msg={:.1f} peak_rss_mib={:.1f}\n",
+          "cpu_ns_per_msg={:.1f} peak_rss_mib={:.1f} stack_kib={} huge_page_stacks={:d}\n",
           o.clients, o.sim_seconds, r.acquisitions, r.messages, r.wall_s, r.cpu_s,
           r.wall_s * 1e9 / static_cast<double>(r.messages), r.cpu_s * 1e9 / static_cast<double>(r.messages),
-          peak_rss_mib());
+          peak_rss_mib(), (o.stack_size ? o.stack_size : WorldOptions{}.stack_size) / 1024,
+          o.huge_page_stacks);
       std::fflush(stdout);
       _exit(0);
     }

@@ -9,6 +9,8 @@
 #include <new>
 #include <utility>
 
+#include "sim/stack_arena.hpp"
+
 #if defined(LOCKSIM_ASAN)
 #include <sanitizer/common_interface_defs.h>
 #define LOCKSIM_START_SWITCH(save, bottom, size) __sanitizer_start_switch_fiber(save, bottom, size)
@@ -84,18 +86,20 @@ struct RecordingStack {
   std::uint32_t index;  // the process's id (its cache colour)
   const void** bottom;  // where to record the stack (the Process's)
   std::size_t* recorded_size;
+  StackArena* arena;  // null: malloc'ed
   ctx::stack_context allocate() {
-    const std::size_t colour = World::stack_colour(index);
-    void* vp = std::malloc(size + colour);
-    if (!vp) throw std::bad_alloc();
+    std::size_t block = 0;
+    char* base = StackArena::allocate_stack(arena, size, World::stack_colour(index), block);
     ctx::stack_context sc;
-    sc.size = size + colour;
-    sc.sp = static_cast<char*>(vp) + sc.size;
-    *bottom = vp;
-    *recorded_size = sc.size;
+    sc.size = block;
+    sc.sp = base + block;
+    *bottom = base;
+    *recorded_size = block;
     return sc;
   }
-  void deallocate(ctx::stack_context& sc) noexcept { std::free(static_cast<char*>(sc.sp) - sc.size); }
+  void deallocate(ctx::stack_context& sc) noexcept {
+    StackArena::free_stack(arena, static_cast<char*>(sc.sp) - sc.size, sc.size);
+  }
 };
 
 [[maybe_unused]] thread_local const void* main_stack_bottom = nullptr;
@@ -103,7 +107,8 @@ struct RecordingStack {
 }  // namespace
 
 struct World::Fibers {
-  ctx::fiber main;  // the scheduler's context, suspended while a fiber runs
+  ctx::fiber main;                    // the scheduler's context, suspended while a fiber runs
+  std::unique_ptr<StackArena> arena;  // WorldOptions::huge_page_stacks (outlives procs_: declared before)
 };
 
 // ---------------------------------------------------------------- Context
@@ -177,7 +182,9 @@ World::World(WorldOptions opts)
       trace_(opts_.keep_trace, opts_.max_kept_events),
       network_(opts_.network, rng_.stream("network")),
       queue_(),
-      fibers_(std::make_unique<Fibers>()) {}
+      fibers_(std::make_unique<Fibers>()) {
+  if (opts_.huge_page_stacks) fibers_->arena = std::make_unique<StackArena>();
+}
 
 World::~World() {
   shutting_down_ = true;
@@ -222,12 +229,23 @@ void World::record(TraceKind k, ProcId p, ProcId peer, std::uint64_t msg, std::s
   trace_.record(now_, node_time, wall_time, k, p, peer, msg, label, detail);
 }
 
+void World::ProcessDelete::operator()(Process* p) const noexcept {
+  if (in_arena)
+    p->~Process();
+  else
+    delete p;
+}
+
 ProcId World::spawn(std::string name, Body body, ProcessOptions opts) {
   if (procs_.size() >= opts_.limits.max_processes)
     throw std::length_error(fmt::format("too many processes (limit {})", opts_.limits.max_processes));
   if (find(name).valid()) throw std::invalid_argument(fmt::format("duplicate process name '{}'", name));
   names_.emplace(name, ProcId{static_cast<std::uint32_t>(procs_.size())});
-  auto p = std::make_unique<Process>(*this);
+  StackArena* arena = fibers_->arena.get();
+  std::unique_ptr<Process, ProcessDelete> p(
+      arena ? new (arena->allocate_object(sizeof(Process), alignof(Process))) Process(*this)
+            : new Process(*this),
+      ProcessDelete{arena != nullptr});
   p->id = ProcId{static_cast<std::uint32_t>(procs_.size())};
   p->name = std::move(name);
   p->body = std::move(body);
@@ -271,7 +289,8 @@ void World::start_fiber(Process& p) {
          p.incarnation ? fmt::format("incarnation={}", p.incarnation) : "");
   std::size_t stack = p.opts.stack_size ? p.opts.stack_size : opts_.stack_size;
   p.fiber = ctx::fiber(
-      std::allocator_arg, RecordingStack{stack, p.id.value, &p.stack_bottom, &p.stack_size},
+      std::allocator_arg,
+      RecordingStack{stack, p.id.value, &p.stack_bottom, &p.stack_size, fibers_->arena.get()},
       [this, &p](ctx::fiber&& from) {
         landed(p, std::move(from));  // always from the scheduler's stack: starts are not handed off
         bool ended = false;
