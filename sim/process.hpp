@@ -116,6 +116,7 @@ class alignas(64) Process {
 
   std::uint64_t fsync_gen = 0;
   bool pending_start = false;  // start (or restart) came while paused
+  bool in_arena = false;       // allocated in the world's StackArena (World::ProcessDelete)
 };
 
 // ---------------------------------------------------------------- the message path, inline

@@ -9,7 +9,7 @@
 #include <new>
 #include <utility>
 
-#include "sim/stack_arena.hpp"
+#include "sim/memory.hpp"
 
 #if defined(LOCKSIM_ASAN)
 #include <sanitizer/common_interface_defs.h>
@@ -230,7 +230,8 @@ void World::record(TraceKind k, ProcId p, ProcId peer, std::uint64_t msg, std::s
 }
 
 void World::ProcessDelete::operator()(Process* p) const noexcept {
-  if (in_arena)
+  static_assert(sizeof(std::unique_ptr<Process, ProcessDelete>) == sizeof(Process*));  // stateless
+  if (p->in_arena)
     p->~Process();
   else
     delete p;
@@ -241,11 +242,13 @@ ProcId World::spawn(std::string name, Body body, ProcessOptions opts) {
     throw std::length_error(fmt::format("too many processes (limit {})", opts_.limits.max_processes));
   if (find(name).valid()) throw std::invalid_argument(fmt::format("duplicate process name '{}'", name));
   names_.emplace(name, ProcId{static_cast<std::uint32_t>(procs_.size())});
-  StackArena* arena = fibers_->arena.get();
-  std::unique_ptr<Process, ProcessDelete> p(
-      arena ? new (arena->allocate_object(sizeof(Process), alignof(Process))) Process(*this)
-            : new Process(*this),
-      ProcessDelete{arena != nullptr});
+  std::unique_ptr<Process, ProcessDelete> p;
+  if (StackArena* arena = fibers_->arena.get()) {
+    p.reset(new (arena->allocate_object(sizeof(Process), alignof(Process))) Process(*this));
+    p->in_arena = true;
+  } else {
+    p.reset(new Process(*this));
+  }
   p->id = ProcId{static_cast<std::uint32_t>(procs_.size())};
   p->name = std::move(name);
   p->body = std::move(body);

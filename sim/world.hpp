@@ -17,6 +17,7 @@
 #include "sim/clock.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/faults.hpp"
+#include "sim/memory.hpp"
 #include "sim/message.hpp"
 #include "sim/network.hpp"
 #include "sim/random.hpp"
@@ -100,15 +101,15 @@ struct WorldOptions {
   NetworkOptions network;
   Limits limits;
   std::size_t stack_size = 64 * 1024;
-  /// Fiber stacks from an arena of transparent huge pages (sim/stack_arena.hpp; madvise(MADV_HUGEPAGE), in
-  /// effect where /sys/kernel/mm/transparent_hugepage/enabled is `madvise` or `always`). For worlds of tens
-  /// of thousands of processes, where each resume of a cold process otherwise misses the TLB on its own stack
-  /// page: 100,000 clients of redlock-churn take 11-18% less user time per message (bench/README.md). Every
-  /// stack is then resident in full, so pair it with a small stack_size (100,000 stacks of 16 KiB: ~1.7 GiB)
-  /// and a workload known to fit: no kind of stack has a guard page, and a sanitizer build needs several
-  /// times more stack (16 KiB overflows under AddressSanitizer). Off by default: 64 KiB malloc'ed stacks, of
-  /// which only the touched pages cost memory. Where the stacks live reaches nothing a run does: the trace
-  /// is the same either way.
+  /// Fiber stacks, and the Processes, from an arena of transparent huge pages (sim/memory.hpp;
+  /// madvise(MADV_HUGEPAGE), in effect where /sys/kernel/mm/transparent_hugepage/enabled is `madvise` or
+  /// `always`). For worlds of tens of thousands of processes, where each resume of a cold process otherwise
+  /// misses the TLB on its own stack page: 100,000 clients of redlock-churn take 145 ns per message against
+  /// 183 (bench/README.md). Every stack is then resident in full, so pair it with a small stack_size (100,000
+  /// stacks of 16 KiB: ~1.7 GiB) and a workload known to fit: no kind of stack has a guard page, and a
+  /// sanitizer build needs several times more stack (16 KiB overflows under AddressSanitizer). Off by
+  /// default: 64 KiB malloc'ed stacks, of which only the touched pages cost memory. Where the stacks live
+  /// reaches nothing a run does: the trace is the same either way.
   bool huge_page_stacks = false;
   bool keep_trace = true;
   /// At most this many trace events are kept in memory (reports show them; the hash covers all of them).
@@ -220,17 +221,16 @@ class World {
   using Event = QueuedEvent;
   /// Allocates on 64-byte boundaries: a slab of 96-byte messages then has every slot in exactly two cache
   /// lines. (An alignas(32) on Message did the same, but made every function with a Message on its stack
-  /// realign the stack pointer and keep a frame pointer: 4% of the kernel benchmark.)
+  /// realign the stack pointer and keep a frame pointer: 4% of the kernel benchmark.) Big arrays (the slab
+  /// and the dense per-process tables of a world of 100,000 processes) on huge pages: sim/memory.hpp.
   template <class T>
   struct LineAligned {
     using value_type = T;
     LineAligned() = default;
     template <class U>
     LineAligned(const LineAligned<U>&) noexcept {}
-    T* allocate(std::size_t n) {
-      return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
-    }
-    void deallocate(T* p, std::size_t) noexcept { ::operator delete (p, std::align_val_t{64}); }
+    T* allocate(std::size_t n) { return static_cast<T*>(allocate_lines(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t n) noexcept { free_lines(p, n * sizeof(T)); }
     friend bool operator==(const LineAligned&, const LineAligned&) { return true; }
   };
   /// A slab with a free list: stable slot numbers for messages and callbacks waiting in the queue.
@@ -324,16 +324,17 @@ class World {
   bool handoff_ = false;              ///< inside run_until: a blocking fiber may run the next events itself
   bool run_forever_ = false;          ///< run_until(kTimeMax): the run is done when no live process is left
   Time horizon_{0};                   ///< run_until's last time: min(until, limits.max_time)
-  /// Deletes a Process: in the huge-page arena (WorldOptions::huge_page_stacks) it only destroys it; the
-  /// memory goes with the arena.
+  /// Destroys a Process, and frees it unless it lives in the huge-page arena (WorldOptions::huge_page_stacks;
+  /// the memory goes with the arena). Stateless (Process::in_arena says which): procs_'s entries stay one
+  /// pointer each.
   struct ProcessDelete {
-    bool in_arena = false;
     void operator()(Process* p) const noexcept;
   };
   std::vector<std::unique_ptr<Process, ProcessDelete>> procs_;
-  std::vector<std::uint32_t>
-      incarnations_;                   ///< per process, dense: a send reads it without the receiver's Process
-  std::vector<const void*> saved_sp_;  ///< per process, dense: where its suspended fiber saved its registers
+  std::vector<std::uint32_t, LineAligned<std::uint32_t>>
+      incarnations_;  ///< per process, dense: a send reads it without the receiver's Process
+  std::vector<const void*, LineAligned<const void*>>
+      saved_sp_;                ///< per process, dense: where its suspended fiber saved its registers
   bool deep_prefetch_ = false;  ///< a world too big for the caches: prefetch further ahead (prefetch_next)
   std::map<std::string, ProcId, std::less<>> names_;
   std::vector<Fault> faults_;

@@ -296,3 +296,32 @@ TEST(World, HugePageStacksAreDisjointAndReusedAfterARestart) {
   EXPECT_EQ(starts, kProcs + kProcs / 25);
   EXPECT_EQ(intact, kProcs);
 }
+
+TEST(World, TenThousandMessagesInFlightMoveWithTheSlabToHugePages) {
+  // 10,000 messages sent before any is received: the message slab grows past 512 KiB, where it moves to a
+  // huge-page mapping of its own (sim/memory.hpp), and on through more of them as it doubles. Every message
+  // must come out intact and in order.
+  World w;
+  constexpr int kMessages = 10'000;
+  const ProcId sink = w.spawn("sink", [](Context& c) {
+    c.sleep(1s);  // let them all arrive first
+    for (int i = 0; i < kMessages; ++i) {
+      auto m = c.receive();
+      ASSERT_TRUE(m.has_value());
+      ASSERT_EQ(m->type, "n");
+      ASSERT_NE(m->as<std::uint64_t>(), nullptr);
+      ASSERT_EQ(*m->as<std::uint64_t>(),
+                std::uint64_t{0x9e3779b97f4a7c15ULL} * static_cast<std::uint64_t>(i));
+    }
+    c.note("done");
+  });
+  w.spawn("source", [sink](Context& c) {
+    for (int i = 0; i < kMessages; ++i)
+      c.send(sink, Message::of("n", std::uint64_t{0x9e3779b97f4a7c15ULL} * static_cast<std::uint64_t>(i)));
+  });
+  const RunResult r = w.run();
+  EXPECT_EQ(r.reason, StopReason::done);
+  int done = 0;
+  for (const auto& e : w.trace().events()) done += e.kind == TraceKind::note && e.label == "done";
+  EXPECT_EQ(done, 1);
+}

@@ -1,4 +1,4 @@
-#include "sim/stack_arena.hpp"
+#include "sim/memory.hpp"
 
 #include <sys/mman.h>
 
@@ -8,6 +8,41 @@
 #include <new>
 
 namespace locksim {
+
+namespace {
+constexpr std::size_t kBig = std::size_t{512} << 10;
+std::size_t whole_huge_pages(std::size_t bytes) {
+  return (bytes + StackArena::kHuge - 1) & ~(StackArena::kHuge - 1);
+}
+
+/// A 2 MiB-aligned mapping of `size` bytes (a multiple of 2 MiB), marked MADV_HUGEPAGE: map one huge page
+/// more and trim (a huge page needs the alignment).
+char* map_huge(std::size_t size, int flags) {
+  constexpr std::size_t kHuge = StackArena::kHuge;
+  void* raw = mmap(nullptr, size + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto addr = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (addr + kHuge - 1) & ~(std::uintptr_t{kHuge} - 1);
+  if (aligned > addr) munmap(raw, aligned - addr);
+  if (const std::uintptr_t end = addr + size + kHuge; end > aligned + size)
+    munmap(reinterpret_cast<void*>(aligned + size), end - (aligned + size));
+  char* base = reinterpret_cast<char*>(aligned);
+  madvise(base, size, MADV_HUGEPAGE);  // a hint: where THP is off these stay ordinary pages
+  return base;
+}
+}  // namespace
+
+void* allocate_lines(std::size_t bytes) {
+  if (bytes < kBig) return ::operator new (bytes, std::align_val_t{64});
+  return map_huge(whole_huge_pages(bytes), 0);
+}
+
+void free_lines(void* p, std::size_t bytes) noexcept {
+  if (bytes < kBig)
+    ::operator delete (p, std::align_val_t{64});
+  else
+    munmap(p, whole_huge_pages(bytes));
+}
 
 StackArena::~StackArena() {
   for (const auto& [base, size] : chunks_) munmap(base, size);
@@ -66,19 +101,8 @@ void StackArena::free_stack(StackArena* arena, char* base, std::size_t block) no
 }
 
 char* StackArena::new_chunk(std::size_t want, std::size_t& left) {
-  const std::size_t size = std::max(kChunk, (want + kHuge - 1) & ~(kHuge - 1));
-  // Map one huge page more and trim, for a 2 MiB-aligned chunk (a huge page needs the alignment).
-  void* raw =
-      mmap(nullptr, size + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED) throw std::bad_alloc();
-  const auto addr = reinterpret_cast<std::uintptr_t>(raw);
-  const std::uintptr_t aligned = (addr + kHuge - 1) & ~(std::uintptr_t{kHuge} - 1);
-  if (aligned > addr) munmap(raw, aligned - addr);
-  if (const std::uintptr_t end = addr + size + kHuge; end > aligned + size)
-    munmap(reinterpret_cast<void*>(aligned + size), end - (aligned + size));
-  char* base = reinterpret_cast<char*>(aligned);
-  // A hint: where transparent huge pages are off (`never`) these stay ordinary pages, and still work.
-  madvise(base, size, MADV_HUGEPAGE);
+  const std::size_t size = std::max(kChunk, whole_huge_pages(want));
+  char* base = map_huge(size, MAP_NORESERVE);
   chunks_.emplace_back(base, size);
   left = size;
   return base;
