@@ -132,17 +132,33 @@ class EventQueue {
 
   /// A guess at the event `ahead` places after the earliest, without moving the floor (for prefetching):
   /// exact inside the run when nothing sits in the side heaps, else the earliest of a small next bucket;
-  /// nullptr if there is nothing to guess.
-  const QueuedEvent* peek_hint(std::size_t ahead) const {
-    const std::size_t here = run_.size() - head_;
-    if (ahead < here) return &run_[head_ + ahead];
-    if (levels_ == 0) return nullptr;
-    const EventVec& b = buckets_[lowest()];
-    if (b.size() > 8) return &b.front();
-    const QueuedEvent* best = &b.front();
-    for (const QueuedEvent& e : b)
-      if (Before{}(e, *best)) best = &e;
-    return best;
+  /// nullptr if there is nothing to guess. Inside the run inline; past it out of line.
+  LOCKSIM_ALWAYS_INLINE const QueuedEvent* peek_hint(std::size_t ahead) const {
+    if (head_ + ahead < run_.size()) [[likely]]
+      return &run_[head_ + ahead];
+    return peek_hint_past_run();
+  }
+
+  /// The earliest event, or nullptr when the queue is empty: what top() returns, and like top() it may move
+  /// the floor. Inline when that is the run's head with nothing beside it (the usual case: one test, no
+  /// refill); else out of line.
+  LOCKSIM_ALWAYS_INLINE const QueuedEvent* peek() {
+    if (only_run_ahead()) [[likely]]
+      return &run_[head_];
+    return peek_slow();
+  }
+
+  /// Removes the event peek() returned; nothing may be pushed or popped in between.
+  LOCKSIM_ALWAYS_INLINE void drop_peeked() {
+    if (only_run_ahead()) [[likely]] {
+      --size_;
+      if (++head_ == run_.size()) {
+        run_.clear();
+        head_ = 0;
+      }
+      return;
+    }
+    drop_peeked_slow();
   }
 
   /// The earliest event. The queue must not be empty. Forced inline: GCC stopped inlining it into the run
@@ -171,6 +187,20 @@ class EventQueue {
   }
 
  private:
+  /// The run's head is the earliest event: the run has events left and neither side heap has any.
+  bool only_run_ahead() const { return head_ < run_.size() && (early_.size() | near_.size()) == 0; }
+  [[gnu::noinline]] const QueuedEvent* peek_slow() { return size_ == 0 ? nullptr : &top(); }
+  [[gnu::noinline]] void drop_peeked_slow() { (void)pop(); }
+  [[gnu::noinline]] const QueuedEvent* peek_hint_past_run() const {
+    if (levels_ == 0) return nullptr;
+    const EventVec& b = buckets_[lowest()];
+    if (b.size() > 8) return &b.front();
+    const QueuedEvent* best = &b.front();
+    for (const QueuedEvent& e : b)
+      if (Before{}(e, *best)) best = &e;
+    return best;
+  }
+
   struct Before {  // the total order: time, then key
     bool operator()(const QueuedEvent& x, const QueuedEvent& y) const {
       return x.at != y.at ? x.at < y.at : x.key < y.key;

@@ -374,11 +374,11 @@ Process* World::run_to_switch() {
   // return the process the first one to resume a fiber resumes. nullptr: the scheduler must take over
   // (another kind of event, or a reason to stop).
   current_ = nullptr;  // scheduler context
-  while (can_run_next()) {
-    const Event& next = queue_.top();
-    if (static_cast<EvKind>(next.kind) != EvKind::deliver && static_cast<EvKind>(next.kind) != EvKind::wake)
+  while (const Event* next = next_to_run()) {
+    if (static_cast<EvKind>(next->kind) != EvKind::deliver && static_cast<EvKind>(next->kind) != EvKind::wake)
       break;
-    const Event ev = queue_.pop();
+    const Event ev = *next;
+    queue_.drop_peeked();
     now_ = ev.at;
     ++events_;
     prefetch_next();
@@ -446,7 +446,10 @@ LOCKSIM_ALWAYS_INLINE Process* World::deliver(std::uint32_t slot, std::uint32_t 
   record_of(TraceKind::deliver, p, m.from, m.id, m.type);
   const bool wanted = p.waiting_receive && (p.filter == nullptr || (*p.filter)(m));
   p.mailbox.push_back(slot);
-  if (p.mailbox.size() > opts_.limits.max_mailbox) mailbox_overflow_ = true;
+  if (p.mailbox.size() > opts_.limits.max_mailbox) [[unlikely]] {
+    mailbox_overflow_ = true;
+    gate_ = 0;
+  }
   if (wanted) {
     const std::uint64_t gen = p.wait_gen;
     p.waiting_receive = false;  // one wake is enough
@@ -459,6 +462,7 @@ void World::process_ended(Process& p) {
   p.state = ProcState::exited;
   record(TraceKind::exit, p.id);
   if (!p.opts.daemon && live_ > 0) --live_;
+  gate_ = 0;  // perhaps the last live process: run_until looks
 }
 
 void World::kill_fiber(Process& p) {
@@ -520,6 +524,7 @@ void World::crash(ProcId id, bool power_loss) {
   kill_fiber(p);
   p.fiber = ctx::fiber{};
   if (!p.opts.daemon && live_ > 0) --live_;
+  gate_ = 0;  // perhaps the last live process: run_until looks
   p.state = ProcState::crashed;
   for (std::size_t i = 0; i < p.mailbox.size(); ++i) messages_.drop(p.mailbox[i]);
   p.mailbox.clear();
@@ -683,10 +688,10 @@ LOCKSIM_ALWAYS_INLINE void World::prefetch_event(const Event& e) {
 
 LOCKSIM_ALWAYS_INLINE void World::prefetch_next() {
   // With many processes, most events touch a Process and a message that are cold: start loading those of the
-  // next events while this one runs (a hint only: a wrong guess costs nothing). top() may move the queue's
+  // next events while this one runs (a hint only: a wrong guess costs nothing). peek() may move the queue's
   // floor to the next event's time; an event this one schedules before it is still run in order (see
   // sim/event_queue.hpp).
-  if (const Event* next = queue_.empty() ? nullptr : &queue_.top()) {
+  if (const Event* next = queue_.peek()) {
     std::uint32_t proc = next->a;
     if (static_cast<EvKind>(next->kind) == EvKind::deliver) {
       proc = static_cast<std::uint32_t>(next->b >> 32);
@@ -724,7 +729,10 @@ LOCKSIM_ALWAYS_INLINE void World::prefetch_next() {
 }
 
 LOCKSIM_ALWAYS_INLINE void World::run_next() {
-  const Event ev = queue_.pop();
+  run_event(queue_.pop());
+}
+
+LOCKSIM_ALWAYS_INLINE void World::run_event(const Event& ev) {
   now_ = ev.at;
   ++events_;
   prefetch_next();
@@ -737,9 +745,16 @@ bool World::step() {
   return true;
 }
 
-LOCKSIM_ALWAYS_INLINE bool World::can_run_next() {
-  return !stop_requested_ && !mailbox_overflow_ && (live_ != 0 || !run_forever_ || procs_.empty()) &&
-         !queue_.empty() && events_ < opts_.limits.max_events && queue_.top().at <= horizon_;
+void World::open_gate() {
+  const bool may_stop =
+      stop_requested_ || mailbox_overflow_ || (live_ == 0 && run_forever_ && !procs_.empty());
+  gate_ = may_stop ? 0 : opts_.limits.max_events;
+}
+
+LOCKSIM_ALWAYS_INLINE const World::Event* World::next_to_run() {
+  if (events_ >= gate_) return nullptr;
+  const Event* next = queue_.peek();
+  return next != nullptr && next->at <= horizon_ ? next : nullptr;
 }
 
 RunResult World::run_until(Time until) {
@@ -753,11 +768,14 @@ RunResult World::run_until(Time until) {
     explicit Handoff(bool& b) : on(b) { on = true; }
     ~Handoff() { on = false; }
   } handoff(handoff_);
+  open_gate();
   for (;;) {
     // The common case in one test. When it fails, the checks below find the reason in their order of
     // precedence.
-    if (can_run_next()) [[likely]] {
-      run_next();
+    if (const Event* next = next_to_run()) [[likely]] {
+      const Event ev = *next;
+      queue_.drop_peeked();
+      run_event(ev);
       continue;
     }
     if (stop_requested_) {
@@ -794,6 +812,7 @@ RunResult World::run_until(Time until) {
       record(TraceKind::limit, {}, {}, 0, "events", fmt::format("max={}", opts_.limits.max_events));
       break;
     }
+    open_gate();  // it was closed for nothing (a process ended, say, but another is live): open it again
     run_next();
   }
   r.end = now_;

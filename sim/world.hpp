@@ -165,7 +165,10 @@ class World {
   /// Run one event; false if there was none.
   bool step();
   /// Ask the current run to stop after the event in progress.
-  void stop() { stop_requested_ = true; }
+  void stop() {
+    stop_requested_ = true;
+    gate_ = 0;
+  }
 
   Time now() const { return now_; }
   /// True while the world is being destroyed (fibers are unwound then, but nothing crashed).
@@ -263,10 +266,14 @@ class World {
 
   void push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b);
   void dispatch(const Event& ev);
-  void run_next();  ///< pop the next event and run it (the queue must not be empty)
-  /// Whether run_until goes on with the next event without a second look: nothing asks to stop and the next
-  /// event is within the run's time bounds.
-  bool can_run_next();
+  void run_next();                  ///< pop the next event and run it (the queue must not be empty)
+  void run_event(const Event& ev);  ///< run an event taken out of the queue
+  /// The next event if run_until goes on with it without a second look (the gate is open and the event is
+  /// within the run's time bounds), else nullptr: then run_until checks every reason to stop in order.
+  const Event* next_to_run();
+  /// Sets gate_: closed when a reason to stop may hold (stop(), a mailbox overflow, no live process left in
+  /// a run to the end), else the event limit.
+  void open_gate();
   void push(Time at, std::function<void()> fn);
   void start_fiber(Process& p);
   void switch_to(Process& p);
@@ -315,6 +322,11 @@ class World {
   std::uint64_t next_msg_ = 1;
   std::size_t live_ = 0;  // non-daemon processes not yet ended
   bool stop_requested_ = false;
+  /// run_until runs events without a second look while events_ < gate_: the event limit, or 0 once
+  /// something happened that may be a reason to stop (stop(), a mailbox overflow, a process ended or
+  /// crashed). One comparison per event instead of four; run_until's slow path then checks each reason and
+  /// opens the gate again if none holds.
+  std::uint64_t gate_ = 0;
   bool shutting_down_ = false;
   bool mailbox_overflow_ = false;
   Process* current_ = nullptr;

@@ -18,6 +18,7 @@ namespace {
 struct Plan {
   std::uint64_t seed;
   int processes;
+  int daemons = 0;  ///< daemons passing messages forever: a run is "done" only when the others have ended
   bool shuffle_ties;
   std::vector<Fault> faults;
 };
@@ -64,6 +65,19 @@ void build(World& w, const Plan& plan, int& ended) {
       ++ended;
     });
   }
+  // Daemons after the others (whose random peers are among themselves): each sends to the next daemon and
+  // waits for a message, forever, so the queue never runs dry.
+  for (int i = 0; i < plan.daemons; ++i) {
+    const ProcId next{static_cast<std::uint32_t>(plan.processes + (i + 1) % plan.daemons)};
+    w.spawn("d" + std::to_string(i),
+            [next](Context& c) {
+              for (;;) {
+                c.send(next, Message{.type = "ping"});
+                c.receive();
+              }
+            },
+            {.daemon = true});
+  }
   for (const Fault& f : plan.faults) w.add_fault(f);
 }
 
@@ -81,6 +95,7 @@ RC_GTEST_PROP(HandoffProperty, RunGivesTheSameTraceAsStepByStep, ()) {
   Plan plan;
   plan.seed = *rc::gen::arbitrary<std::uint64_t>();
   plan.processes = *rc::gen::inRange(1, 12);
+  plan.daemons = *rc::gen::inRange(0, 3);
   plan.shuffle_ties = *rc::gen::arbitrary<bool>();
   const int faults = *rc::gen::inRange(0, 4);
   for (int i = 0; i < faults; ++i) {
@@ -96,8 +111,9 @@ RC_GTEST_PROP(HandoffProperty, RunGivesTheSameTraceAsStepByStep, ()) {
   int ended_run = 0, ended_step = 0;
   World by_run(options(plan));
   build(by_run, plan, ended_run);
-  const RunResult r = by_run.run();  // until every process has ended ("done")
+  const RunResult r = by_run.run();  // until every process but the daemons has ended ("done")
   RC_ASSERT(r.reason == StopReason::done);
+  RC_ASSERT(ended_run == plan.processes);
 
   World by_step(options(plan));
   build(by_step, plan, ended_step);
@@ -157,6 +173,110 @@ TEST(Handoff, EventLimitStopsInsideAChainOfHandOffs) {
   const RunResult r = w.run();
   EXPECT_EQ(r.reason, StopReason::event_limit);
   EXPECT_EQ(w.events_processed(), 25u);
+}
+
+TEST(Handoff, DoneStopsInsideAChainOfHandOffs) {
+  // Two daemons play ball forever (every event a hand-off); a third process ends after its tenth message.
+  // The run is done at exactly that event: the end of the last live process must stop it even though the
+  // blocking fibers, not the scheduler, run the events.
+  auto make = [](World& w, int& got) {
+    for (std::uint32_t i = 0; i < 2; ++i) {
+      w.spawn("d" + std::to_string(i),
+              [i](Context& c) {
+                if (i == 0) c.send(ProcId{1}, Message{.type = "ball"});
+                for (;;) {
+                  auto m = c.receive();
+                  c.send(m->from, Message{.type = "ball"});
+                  c.send(ProcId{2}, Message{.type = "copy"});
+                }
+              },
+              {.daemon = true});
+    }
+    w.spawn("counter", [&got](Context& c) {
+      while (got < 10) {
+        c.receive();
+        ++got;
+      }
+    });
+  };
+  WorldOptions o;
+  o.network.defaults.delay = DelayDist::uniform_of(500us, 1500us);
+  World a(o), b(o);
+  int got_a = 0, got_b = 0;
+  make(a, got_a);
+  make(b, got_b);
+  const RunResult r = a.run();
+  EXPECT_EQ(r.reason, StopReason::done);
+  EXPECT_EQ(got_a, 10);
+  while (got_b < 10 && b.step()) {
+  }
+  EXPECT_EQ(a.events_processed(), b.events_processed());
+  EXPECT_EQ(a.trace().hash(), b.trace().hash());
+}
+
+TEST(Handoff, StopFromAnObserverStopsInsideAChainOfHandOffs) {
+  // stop() from inside a fiber (a note observer) in the middle of a chain of hand-offs: the run stops after
+  // that event, and the next run goes on from there as if it had never stopped.
+  auto make = [](World& w) {
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      w.spawn("p" + std::to_string(i),
+              [i](Context& c) {
+                if (i == 0) c.send(ProcId{1}, Message{.type = "token"});
+                for (;;) {
+                  c.receive();
+                  c.note("got");
+                  c.send(ProcId{(i + 1) % 4}, Message{.type = "token"});
+                }
+              },
+              {.daemon = true});
+    }
+  };
+  WorldOptions o;
+  o.network.defaults.delay = DelayDist::constant_of(1ms);
+  World a(o), b(o);
+  make(a);
+  make(b);
+  int notes = 0;
+  a.on_note([&](ProcId, std::string_view, std::string_view) {
+    if (++notes == 37) a.stop();
+  });
+  const RunResult r1 = a.run_until(Time{100ms});
+  EXPECT_EQ(r1.reason, StopReason::stopped);
+  EXPECT_EQ(a.messages_delivered(), 37u);
+  EXPECT_EQ(a.now(), 37ms);
+  const RunResult r2 = a.run_until(Time{100ms});
+  EXPECT_EQ(r2.reason, StopReason::until);
+  b.run_until(Time{100ms});
+  EXPECT_EQ(a.messages_delivered(), 100u);
+  EXPECT_EQ(a.trace().hash(), b.trace().hash());
+}
+
+TEST(Handoff, MailboxOverflowStopsInsideAChainOfHandOffs) {
+  // A process that never receives gets a copy of every ball two daemons pass: the run stops at the delivery
+  // that puts its mailbox over the limit, not later.
+  WorldOptions o;
+  o.network.defaults.delay = DelayDist::constant_of(1ms);
+  o.limits.max_mailbox = 10;
+  World w(o);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    w.spawn("d" + std::to_string(i),
+            [i](Context& c) {
+              if (i == 0) c.send(ProcId{1}, Message{.type = "ball"});
+              for (;;) {
+                auto m = c.receive(kForever, [](const Message& m) { return m.type == "ball"; });
+                c.send(m->from, Message{.type = "ball"});
+                c.send(ProcId{2}, Message{.type = "copy"});
+              }
+            },
+            {.daemon = true});
+  }
+  w.spawn("deaf", [](Context& c) { c.sleep(1h); });  // live: the run goes on
+  const RunResult r = w.run();
+  EXPECT_EQ(r.reason, StopReason::mailbox_limit);
+  // Deliveries at 1, 2, 3, ... ms: a ball at each, and from 2 ms on a copy for the deaf process too; its
+  // eleventh copy arrives at 12 ms, with the twelfth ball.
+  EXPECT_EQ(w.now(), 12ms);
+  EXPECT_EQ(w.messages_delivered(), 12u + 11u);
 }
 
 TEST(Handoff, AFilterThatThrowsComesOutOfRunNotOutOfTheBlockingProcess) {
