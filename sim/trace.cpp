@@ -52,7 +52,11 @@ std::string_view to_string(TraceKind k) {
 }
 
 Trace::Trace(bool keep_events, std::uint64_t max_kept)
-    : keep_(keep_events), max_kept_(max_kept), state_(XXH3_createState()), pending_(kBatch) {
+    : keep_(keep_events),
+      room_(keep_events ? 0 : kBatch),
+      max_kept_(max_kept),
+      state_(XXH3_createState()),
+      pending_(kBatch) {
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
 }
 
@@ -99,6 +103,7 @@ void Trace::keep(Time time, Time node_time, Time wall_time, TraceKind kind, Proc
                  std::uint64_t msg, std::string_view label, std::string_view detail) {
   if (events_.size() >= max_kept_) {
     keep_ = false;  // the hash goes on; the kept list stops growing
+    room_ = kBatch;
     truncated_ = true;
     return;
   }

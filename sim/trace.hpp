@@ -95,6 +95,9 @@ class Trace {
 
  private:
   bool keep_;
+  /// The batch room the inline path may fill: kBatch, or 0 while events are kept, so that one test sends
+  /// both a full batch and a kept event to record_slow().
+  std::size_t room_;
   std::uint64_t max_kept_;
   bool truncated_ = false;
   std::uint64_t count_ = 0;
@@ -114,7 +117,7 @@ class Trace {
   LOCKSIM_ALWAYS_INLINE void encode(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc,
                                     ProcId peer, std::uint64_t msg, const char* label, std::size_t label_size,
                                     std::string_view detail) {
-    if (used_ + kFixed + (Room > 0 ? Room : label_size) + detail.size() > kBatch) [[unlikely]] {
+    if (used_ + kFixed + (Room > 0 ? Room : label_size) + detail.size() > room_) [[unlikely]] {
       record_slow(time, node_time, wall_time, kind, proc, peer, msg, std::string_view(label, label_size),
                   detail);
       return;
@@ -131,8 +134,6 @@ class Trace {
     if (!detail.empty()) std::memcpy(buf, detail.data(), detail.size());
     used_ += kFixed + label_size + detail.size();
     ++count_;
-    if (keep_) [[unlikely]]
-      keep(time, node_time, wall_time, kind, proc, peer, msg, std::string_view(label, label_size), detail);
   }
   void append(const void* p, std::size_t n);
   void record_slow(Time time, Time node_time, Time wall_time, TraceKind kind, ProcId proc, ProcId peer,
