@@ -702,10 +702,12 @@ LOCKSIM_ALWAYS_INLINE void World::prefetch_next() {
   if (!deep_prefetch_) {
     // A world of a few thousand processes stays in the L2 and L3 caches: the event after next is early
     // enough, and looking further ahead costs more than it saves (8% of the kernel benchmark's 1,000
-    // processes). A quarter kilobyte of stack either side measured best here since the message path is
-    // inline (sim/process.hpp): 10.57 M fiber events per second against 10.11 M with half a kilobyte (the
-    // mean of 8 interleaved runs each; 8 lines in all measured alike, 10.49-10.57 M, whatever their split).
-    if (const Event* far = queue_.peek_hint(1)) prefetch_event<256, 256>(*far);
+    // processes). The stack window: what a process resuming in receive() touches, from run_to_switch's
+    // frame below the saved registers up through the body's frame above them. With that frame at 144 bytes
+    // (208 before next_to_run), −128…+384 measured +5% over −256…+256 (13.42 against 12.81 M fiber events
+    // per CPU second, 10 side-by-side pairs); −128…+320, +448 and +512, −64…+384 and −192…+384 at least as
+    // fast, within noise of each other. −128…+448 covers the kernel benchmark's body frame.
+    if (const Event* far = queue_.peek_hint(1)) prefetch_event<128, 448>(*far);
     return;
   }
   // A world too big for the caches: what its events touch comes from memory, and each address from a load
