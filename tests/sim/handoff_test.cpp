@@ -81,6 +81,23 @@ void build(World& w, const Plan& plan, int& ended) {
   for (const Fault& f : plan.faults) w.add_fault(f);
 }
 
+/// Processes 0 and 1: daemons passing a ball back and forth forever (every event a hand-off), each sending a
+/// copy of every ball it returns to process 2, which the caller spawns next.
+void spawn_ball_players(World& w) {
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    w.spawn("d" + std::to_string(i),
+            [i](Context& c) {
+              if (i == 0) c.send(ProcId{1}, Message{.type = "ball"});
+              for (;;) {
+                auto m = c.receive();
+                c.send(m->from, Message{.type = "ball"});
+                c.send(ProcId{2}, Message{.type = "copy"});
+              }
+            },
+            {.daemon = true});
+  }
+}
+
 WorldOptions options(const Plan& plan) {
   WorldOptions o;
   o.seed = plan.seed;
@@ -180,18 +197,7 @@ TEST(Handoff, DoneStopsInsideAChainOfHandOffs) {
   // The run is done at exactly that event: the end of the last live process must stop it even though the
   // blocking fibers, not the scheduler, run the events.
   auto make = [](World& w, int& got) {
-    for (std::uint32_t i = 0; i < 2; ++i) {
-      w.spawn("d" + std::to_string(i),
-              [i](Context& c) {
-                if (i == 0) c.send(ProcId{1}, Message{.type = "ball"});
-                for (;;) {
-                  auto m = c.receive();
-                  c.send(m->from, Message{.type = "ball"});
-                  c.send(ProcId{2}, Message{.type = "copy"});
-                }
-              },
-              {.daemon = true});
-    }
+    spawn_ball_players(w);
     w.spawn("counter", [&got](Context& c) {
       while (got < 10) {
         c.receive();
@@ -258,18 +264,7 @@ TEST(Handoff, MailboxOverflowStopsInsideAChainOfHandOffs) {
   o.network.defaults.delay = DelayDist::constant_of(1ms);
   o.limits.max_mailbox = 10;
   World w(o);
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    w.spawn("d" + std::to_string(i),
-            [i](Context& c) {
-              if (i == 0) c.send(ProcId{1}, Message{.type = "ball"});
-              for (;;) {
-                auto m = c.receive(kForever, [](const Message& m) { return m.type == "ball"; });
-                c.send(m->from, Message{.type = "ball"});
-                c.send(ProcId{2}, Message{.type = "copy"});
-              }
-            },
-            {.daemon = true});
-  }
+  spawn_ball_players(w);
   w.spawn("deaf", [](Context& c) { c.sleep(1h); });  // live: the run goes on
   const RunResult r = w.run();
   EXPECT_EQ(r.reason, StopReason::mailbox_limit);
