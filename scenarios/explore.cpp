@@ -181,7 +181,9 @@ void explore_seeds(const Scenario& sc, const ExploreOptions& opts, const std::ve
         slots[written].reset();
         ++written;
       }
-      cv.notify_all();
+      // The watcher only needs waking at the end: it shows progress on its own 200 ms timeout. A wake per
+      // run cost a futex call and a switch of threads per run (11% of a --jobs 1 exploration's time).
+      if (written == n || abort.load()) cv.notify_all();
     }
   };
 
