@@ -17,7 +17,9 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "scenarios/catalog.hpp"
 #include "scenarios/replay.hpp"
@@ -126,64 +128,98 @@ RunRecord explore_one(const Scenario& sc, const NemesisTargets& targets, std::ui
   return rec;
 }
 
-std::vector<std::uint64_t> shard_seeds(std::uint64_t first, std::uint64_t count, std::uint32_t shard,
-                                       std::uint32_t shards) {
-  std::vector<std::uint64_t> out;
-  if (shards == 0) shards = 1;
-  for (std::uint64_t i = shard; i < count; i += shards) out.push_back(first + i);
-  return out;
+SeedSequence::SeedSequence(std::uint64_t first, std::uint64_t count, std::uint32_t shard,
+                           std::uint32_t shards, std::vector<std::uint64_t> done)
+    : first_(first + shard), step_(shards == 0 ? 1 : shards), all_(0) {
+  if (shard < count) all_ = (count - shard - 1) / step_ + 1;
+  // The done seeds as indices into the shard, ascending and unique, then s_k - k.
+  std::vector<std::uint64_t> idx;
+  for (std::uint64_t s : done) {
+    if (s < first_ || (s - first_) % step_ != 0) continue;
+    const std::uint64_t j = (s - first_) / step_;
+    if (j < all_) idx.push_back(j);
+  }
+  std::sort(idx.begin(), idx.end());
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+  for (std::size_t k = 0; k < idx.size(); ++k) idx[k] -= k;
+  skipped_ = std::move(idx);
 }
 
-void explore_seeds(const Scenario& sc, const ExploreOptions& opts, const std::vector<std::uint64_t>& seeds,
+std::uint64_t SeedSequence::operator[](std::uint64_t i) const {
+  const auto k =
+      static_cast<std::uint64_t>(std::upper_bound(skipped_.begin(), skipped_.end(), i) - skipped_.begin());
+  return first_ + (i + k) * step_;
+}
+
+void explore_seeds(const Scenario& sc, const ExploreOptions& opts, const SeedSequence& seeds,
                    std::uint32_t jobs, const std::function<void(const RunRecord&)>& sink,
-                   const std::function<void(std::size_t, std::size_t)>& progress) {
+                   const std::function<void(std::uint64_t, std::uint64_t)>& progress, std::uint64_t window) {
   // The registry is not thread-safe to initialise: do it here, before any thread starts.
   register_builtin_protocols();
   (void)ProtocolRegistry::instance();
   const NemesisTargets targets = nemesis_targets(sc, opts.protocol);
-  const std::size_t n = seeds.size();
+  const std::uint64_t n = seeds.size();
   if (jobs == 0) jobs = 1;
-  jobs = static_cast<std::uint32_t>(std::min<std::size_t>(jobs, std::max<std::size_t>(n, 1)));
+  jobs = static_cast<std::uint32_t>(std::min<std::uint64_t>(jobs, std::max<std::uint64_t>(n, 1)));
 
-  std::vector<std::optional<RunRecord>> slots(n);
-  std::atomic<std::size_t> next{0};
+  // Finished runs wait in a ring until every run before them is written: at most `window` runs ahead of
+  // the oldest unwritten one, so memory does not grow with the number of seeds.
+  if (window == 0) window = 256u * jobs;
+  window = std::min<std::uint64_t>(std::max<std::uint64_t>(n, 1), window);
+  std::vector<std::optional<RunRecord>> ring(static_cast<std::size_t>(window));
+  std::atomic<std::uint64_t> next{0};
+  std::atomic<std::uint64_t> written{0};  // changed under mu only
   std::atomic<bool> abort{false};
-  std::mutex mu;  // guards slots, written, error, and the sink
-  std::condition_variable cv;
-  std::size_t written = 0;
+  std::mutex mu;                 // guards ring, error, waiting, and the sink
+  std::condition_variable cv;    // the watcher: the end of the sweep
+  std::condition_variable room;  // workers too far ahead: the window moved
+  std::size_t waiting = 0;
   std::exception_ptr error;
 
+  const auto fail = [&](std::exception_ptr e) {  // under mu
+    if (!error) error = std::move(e);
+    abort = true;
+    cv.notify_all();
+    room.notify_all();
+  };
   auto worker = [&] {
     while (!abort.load()) {
-      const std::size_t i = next.fetch_add(1);
+      const std::uint64_t i = next.fetch_add(1);
       if (i >= n) break;
+      if (i >= written.load() + window) {
+        std::unique_lock<std::mutex> lock(mu);
+        ++waiting;
+        room.wait(lock, [&] { return i < written.load() + window || abort.load(); });
+        --waiting;
+        if (abort.load()) break;
+      }
       std::optional<RunRecord> rec;
       try {
         rec = explore_one(sc, targets, seeds[i], opts);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
-        if (!error) error = std::current_exception();
-        abort = true;
-        cv.notify_all();
+        fail(std::current_exception());
         break;
       }
       std::lock_guard<std::mutex> lock(mu);
-      slots[i] = std::move(rec);
-      while (written < n && slots[written]) {
+      ring[i % window] = std::move(rec);
+      const std::uint64_t before = written.load();
+      for (std::uint64_t w = before; w < n && ring[w % window]; w = written.load()) {
+        std::optional<RunRecord>& slot = ring[w % window];
         if (!abort.load()) {
           try {
-            sink(*slots[written]);
+            sink(*slot);
           } catch (...) {
-            if (!error) error = std::current_exception();
-            abort = true;
+            fail(std::current_exception());
           }
         }
-        slots[written].reset();
-        ++written;
+        slot.reset();
+        written.store(w + 1);
       }
+      if (written.load() != before && waiting > 0) room.notify_all();
       // The watcher only needs waking at the end: it shows progress on its own 200 ms timeout. A wake per
       // run cost a futex call and a switch of threads per run (11% of a --jobs 1 exploration's time).
-      if (written == n || abort.load()) cv.notify_all();
+      if (written.load() == n) cv.notify_all();
     }
   };
 
@@ -193,9 +229,9 @@ void explore_seeds(const Scenario& sc, const ExploreOptions& opts, const std::ve
     // With a progress callback the calling thread watches; otherwise it works too.
     threads.emplace_back(worker);
     std::unique_lock<std::mutex> lock(mu);
-    while (written < n && !abort.load()) {
+    while (written.load() < n && !abort.load()) {
       cv.wait_for(lock, std::chrono::milliseconds(200));
-      const std::size_t done = written;
+      const std::uint64_t done = written.load();
       lock.unlock();
       progress(done, n);
       lock.lock();
@@ -270,36 +306,43 @@ std::string ExploreSummary::render() const {
 
 // ------------------------------------------------------------------------------------------------ files
 
-std::vector<RunRecord> read_jsonl(const std::string& path, std::optional<std::uint64_t>* truncated_at) {
+void for_each_jsonl(const std::string& path, const std::function<void(const RunRecord&)>& fn,
+                    std::optional<std::uint64_t>* truncated_at) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, "file", fmt::format("cannot open: {}", std::strerror(errno)));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<RunRecord> out;
   if (truncated_at) truncated_at->reset();
-  std::size_t pos = 0;
-  std::uint32_t line_no = 0;
-  while (pos < text.size()) {
-    const std::size_t nl = text.find('\n', pos);
-    const bool complete = nl != std::string::npos;
-    const std::string_view line(text.data() + pos, (complete ? nl : text.size()) - pos);
+  std::uint64_t pos = 0;  // byte offset of the line
+  std::uint64_t line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    const bool complete = !in.eof();  // getline stopped at a newline, not at the end of the file
     ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
-      pos = complete ? nl + 1 : text.size();
+    const std::uint64_t next = pos + line.size() + (complete ? 1 : 0);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) {
+      pos = next;
       continue;
     }
+    RunRecord r;
     try {
-      out.push_back(RunRecord::from_json(line));
+      r = RunRecord::from_json(line);
     } catch (const std::invalid_argument& e) {
       if (!complete) {
         // The last line of a run that was killed mid-write.
         if (truncated_at) *truncated_at = pos;
-        break;
+        return;
       }
-      throw InputError(path, line_no, "jsonl", e.what());
+      throw InputError(path, static_cast<std::uint32_t>(std::min<std::uint64_t>(line_no, UINT32_MAX)),
+                       "jsonl", e.what());
     }
-    if (!complete && truncated_at) *truncated_at = text.size();  // parsable but no newline: complete it
-    pos = complete ? nl + 1 : text.size();
+    if (!complete && truncated_at) *truncated_at = next;  // parsable but no newline: complete it
+    fn(r);
+    pos = next;
   }
+}
+
+std::vector<RunRecord> read_jsonl(const std::string& path, std::optional<std::uint64_t>* truncated_at) {
+  std::vector<RunRecord> out;
+  for_each_jsonl(
+      path, [&](const RunRecord& r) { out.push_back(r); }, truncated_at);
   return out;
 }
 
@@ -404,7 +447,17 @@ int cmd_explore(const ExploreArgs& a) {
   if (!mode)
     throw InputError("<command line>", 0, "--mode", fmt::format("'{}' is not within or anything", a.mode));
   if (a.seeds == 0) throw InputError("<command line>", 0, "--seeds", "must be at least 1");
-  if (a.max_faults == 0) throw InputError("<command line>", 0, "--max-faults", "must be at least 1");
+  if (a.seeds - 1 > ~std::uint64_t{0} - a.first_seed)
+    throw InputError("<command line>", 0, "--seeds",
+                     fmt::format("--first-seed {} and --seeds {} go past the largest seed, {}", a.first_seed,
+                                 a.seeds, ~std::uint64_t{0}));
+  if (a.max_faults == 0 || a.max_faults > ExploreArgs::kMaxFaults)
+    throw InputError("<command line>", 0, "--max-faults",
+                     fmt::format("must be from 1 to {}, not {}", ExploreArgs::kMaxFaults, a.max_faults));
+  if (a.jobs > ExploreArgs::kMaxJobs)
+    throw InputError(
+        "<command line>", 0, "--jobs",
+        fmt::format("must be from 0 (one per core) to {}, not {}", ExploreArgs::kMaxJobs, a.jobs));
   if (a.resume && a.out.empty()) throw InputError("<command line>", 0, "--resume", "needs --out FILE.jsonl");
   const auto [shard, shards] = parse_shard(a);
 
@@ -424,22 +477,35 @@ int cmd_explore(const ExploreArgs& a) {
   opts.nemesis.max_faults = a.max_faults;
   opts.keep_scripted = a.keep_scripted;
 
-  std::vector<std::uint64_t> seeds = shard_seeds(a.first_seed, a.seeds, shard, shards);
   ExploreSummary summary;
   const std::string out_path = replace_all(a.out, "{shard}", std::to_string(shard));
-  std::uint64_t resumed = 0;
+  std::vector<std::uint64_t> done;  // seeds already in a resumed --out file
   if (a.resume && std::filesystem::exists(out_path)) {
+    // One line at a time: a file of millions of runs is not held in memory. Its seeds come in ascending
+    // order (lines are written in seed order), so a duplicate is found in the sorted list; a file that is
+    // not in order (concatenated by hand) costs a set for the seeds out of order.
     std::optional<std::uint64_t> cut;
-    std::vector<RunRecord> old = read_jsonl(out_path, &cut);
-    std::set<std::uint64_t> done;
-    for (const RunRecord& r : old) {
-      if (r.scenario != sc.name || r.protocol != a.protocol || r.mode != a.mode) {
-        throw InputError(out_path, 0, "--resume",
-                         fmt::format("the file holds runs of {} × {} (mode {}), not {} × {} (mode {})",
-                                     r.scenario, r.protocol, r.mode, sc.name, a.protocol, a.mode));
-      }
-      if (!done.insert(r.seed).second) continue;
-      summary.add(r);
+    std::set<std::uint64_t> unordered;
+    for_each_jsonl(
+        out_path,
+        [&](const RunRecord& r) {
+          if (r.scenario != sc.name || r.protocol != a.protocol || r.mode != a.mode) {
+            throw InputError(out_path, 0, "--resume",
+                             fmt::format("the file holds runs of {} × {} (mode {}), not {} × {} (mode {})",
+                                         r.scenario, r.protocol, r.mode, sc.name, a.protocol, a.mode));
+          }
+          if (done.empty() || r.seed > done.back()) {
+            done.push_back(r.seed);
+          } else if (std::binary_search(done.begin(), done.end(), r.seed) ||
+                     !unordered.insert(r.seed).second) {
+            return;  // counted once
+          }
+          summary.add(r);
+        },
+        &cut);
+    if (!unordered.empty()) {
+      done.insert(done.end(), unordered.begin(), unordered.end());
+      std::sort(done.begin(), done.end());
     }
     if (cut) {
       // Drop a half-written last line (or finish a complete one) so appended lines start on a line of their
@@ -453,9 +519,9 @@ int cmd_explore(const ExploreArgs& a) {
         std::ofstream(out_path, std::ios::app | std::ios::binary) << "\n";
       }
     }
-    std::erase_if(seeds, [&](std::uint64_t s) { return done.count(s) != 0; });
-    resumed = done.size();
   }
+  const std::uint64_t resumed = done.size();
+  const SeedSequence seeds(a.first_seed, a.seeds, shard, shards, std::move(done));
 
   FILE* out = nullptr;
   if (!out_path.empty()) {
@@ -484,7 +550,7 @@ int cmd_explore(const ExploreArgs& a) {
             }
           }
         },
-        [&](std::size_t done, std::size_t total) { bar.update(done, total); });
+        [&](std::uint64_t done_runs, std::uint64_t total) { bar.update(done_runs, total); });
   } catch (...) {
     bar.finish();
     if (out) std::fclose(out);
@@ -495,7 +561,7 @@ int cmd_explore(const ExploreArgs& a) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   fmt::print("{}", summary.render());
-  if (!seeds.empty()) {
+  if (seeds.size() > 0) {
     fmt::print(stderr, "  throughput  {:.0f} runs/s ({} runs in {:.1f}s wall, {} thread(s))\n",
                static_cast<double>(seeds.size()) / std::max(secs, 1e-9), seeds.size(), secs, jobs);
   }
@@ -568,37 +634,43 @@ int cmd_replay(const std::string& file, const RenderRun& render) {
 
 int cmd_merge(const std::vector<std::string>& files) {
   if (files.empty()) throw InputError("<command line>", 0, "FILES", "no JSONL files given");
-  std::map<std::string, ExploreSummary> groups;
-  std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> seen;  // (group, seed) -> trace hash
+  // Files are read one line at a time; what stays in memory is each group's summary and, to find seeds
+  // that come twice, one (seed, trace hash) entry per run (looked up only: its order never reaches output).
+  struct Group {
+    ExploreSummary summary;
+    std::unordered_map<std::uint64_t, std::uint64_t> seen;  // seed -> trace hash
+  };
+  std::map<std::string, Group> groups;
   std::uint64_t duplicates = 0, conflicts = 0;
   for (const std::string& f : files) {
     std::optional<std::uint64_t> cut;
-    const auto recs = read_jsonl(f, &cut);
-    const auto size = std::filesystem::file_size(f);
-    if (cut && *cut < size)
+    for_each_jsonl(
+        f,
+        [&](const RunRecord& r) {
+          Group& g = groups[fmt::format("{}\x1f{}\x1f{}", r.scenario, r.protocol, r.mode)];
+          auto [it, fresh] = g.seen.emplace(r.seed, r.trace_hash);
+          if (!fresh) {
+            ++duplicates;
+            if (it->second != r.trace_hash) {
+              ++conflicts;
+              fmt::print(stderr,
+                         "locksim: seed {} of {} × {} has two different trace hashes ({} and {}): not "
+                         "deterministic\n",
+                         r.seed, r.scenario, r.protocol, hash_text(it->second), hash_text(r.trace_hash));
+            }
+            return;
+          }
+          g.summary.add(r);
+        },
+        &cut);
+    if (cut && *cut < std::filesystem::file_size(f))
       fmt::print(stderr, "locksim: {}: skipped a partial last line (a killed run)\n", f);
-    for (const RunRecord& r : recs) {
-      const std::string g = fmt::format("{}\x1f{}\x1f{}", r.scenario, r.protocol, r.mode);
-      auto [it, fresh] = seen.emplace(std::pair(g, r.seed), r.trace_hash);
-      if (!fresh) {
-        ++duplicates;
-        if (it->second != r.trace_hash) {
-          ++conflicts;
-          fmt::print(
-              stderr,
-              "locksim: seed {} of {} × {} has two different trace hashes ({} and {}): not deterministic\n",
-              r.seed, r.scenario, r.protocol, hash_text(it->second), hash_text(r.trace_hash));
-        }
-        continue;
-      }
-      groups[g].add(r);
-    }
   }
   std::uint64_t failures = 0, runs = 0;
-  for (const auto& [g, s] : groups) {
-    fmt::print("{}", s.render());
-    failures += s.failures();
-    runs += s.runs;
+  for (const auto& [key, g] : groups) {
+    fmt::print("{}", g.summary.render());
+    failures += g.summary.failures();
+    runs += g.summary.runs;
   }
   if (groups.size() > 1)
     fmt::print("total: {} run(s), {} failing, in {} group(s)\n", runs, failures, groups.size());

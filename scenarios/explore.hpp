@@ -55,16 +55,37 @@ struct ExploreOptions {
 RunRecord explore_one(const Scenario& sc, const NemesisTargets& targets, std::uint64_t seed,
                       const ExploreOptions& opts);
 
-/// The seeds of shard `shard` (0-based) of `shards`: first + i for i in [0, count) with i % shards == shard.
-std::vector<std::uint64_t> shard_seeds(std::uint64_t first, std::uint64_t count, std::uint32_t shard,
-                                       std::uint32_t shards);
+/// The seeds of one sweep, computed, not stored (a sweep of a billion seeds costs no memory for them): shard
+/// `shard` (0-based) of `shards` of first + i for i in [0, count), that is first + shard + j * shards, in
+/// that order, without the `done` seeds (a resumed sweep; seeds outside the sweep are ignored). The caller
+/// makes sure first + count - 1 does not overflow.
+class SeedSequence {
+ public:
+  SeedSequence(std::uint64_t first, std::uint64_t count, std::uint32_t shard = 0, std::uint32_t shards = 1,
+               std::vector<std::uint64_t> done = {});
+  /// How many seeds are left to run.
+  std::uint64_t size() const { return all_ - skipped_.size(); }
+  /// The i-th seed left to run (i < size()).
+  std::uint64_t operator[](std::uint64_t i) const;
+
+ private:
+  std::uint64_t first_;  // first + shard
+  std::uint64_t step_;   // shards
+  std::uint64_t all_;    // seeds in the shard, done or not
+  /// For the k-th skipped index s_k (ascending), s_k - k: the i-th seed left is index i + (how many of
+  /// these are <= i).
+  std::vector<std::uint64_t> skipped_;
+};
 
 /// Runs `seeds` on `jobs` threads. `sink` gets every record in the order of `seeds` (called under the output
-/// lock, from whichever thread completed the prefix). `progress(done, total)` is called from the calling
-/// thread about five times a second while runs are going (never from a world). Rethrows the first InputError.
-void explore_seeds(const Scenario& sc, const ExploreOptions& opts, const std::vector<std::uint64_t>& seeds,
+/// lock, from whichever thread completed the prefix). Memory stays bounded whatever the number of seeds:
+/// finished runs wait for the ones before them in a window of `window` runs (0: 256 per thread), and a
+/// thread that gets that far ahead waits. `progress(done, total)` is called from the calling thread about
+/// five times a second while runs are going (never from a world). Rethrows the first InputError.
+void explore_seeds(const Scenario& sc, const ExploreOptions& opts, const SeedSequence& seeds,
                    std::uint32_t jobs, const std::function<void(const RunRecord&)>& sink,
-                   const std::function<void(std::size_t, std::size_t)>& progress = {});
+                   const std::function<void(std::uint64_t, std::uint64_t)>& progress = {},
+                   std::uint64_t window = 0);
 
 /// Wilson score interval for k successes in n trials (z = 1.96: 95 %). {0, 0} for n = 0.
 std::pair<double, double> wilson_interval(std::uint64_t k, std::uint64_t n, double z = 1.96);
@@ -91,10 +112,12 @@ struct ExploreArgs {
   std::string protocol;
   std::uint64_t seeds = 100;
   std::uint64_t first_seed = 1;
-  std::uint32_t jobs = 0;    ///< 0: one per hardware thread
-  std::string shard;         ///< "K/N", 0-based K
-  std::uint32_t shards = 0;  ///< N, with K from JOB_COMPLETION_INDEX
-  std::string out;           ///< JSONL file; "{shard}" is replaced by the shard index
+  static constexpr std::uint32_t kMaxJobs = 1024;      ///< --jobs at most (a thread each)
+  static constexpr std::uint32_t kMaxFaults = 10'000;  ///< --max-faults at most (a plan's faults are built)
+  std::uint32_t jobs = 0;                              ///< 0: one per hardware thread
+  std::string shard;                                   ///< "K/N", 0-based K
+  std::uint32_t shards = 0;                            ///< N, with K from JOB_COMPLETION_INDEX
+  std::string out;  ///< JSONL file; "{shard}" is replaced by the shard index
   bool resume = false;
   std::string mode = "anything";
   std::uint32_t max_faults = 6;
@@ -120,8 +143,12 @@ int cmd_replay(const std::string& file, const RenderRun& render);
 /// or the same seed with two different results, 2 input errors.
 int cmd_merge(const std::vector<std::string>& files);
 
-/// Reads a JSONL file. A last line cut short (a killed run) is skipped and reported through `truncated_at`
-/// (the byte offset where the complete lines end); any other bad line is an InputError naming file and line.
+/// Reads a JSONL file one line at a time (memory: one line), calling `fn` with each record. A last line cut
+/// short (a killed run) is skipped and reported through `truncated_at` (the byte offset where the complete
+/// lines end); any other bad line is an InputError naming file and line.
+void for_each_jsonl(const std::string& path, const std::function<void(const RunRecord&)>& fn,
+                    std::optional<std::uint64_t>* truncated_at = nullptr);
+/// for_each_jsonl into a vector (for small files).
 std::vector<RunRecord> read_jsonl(const std::string& path,
                                   std::optional<std::uint64_t>* truncated_at = nullptr);
 

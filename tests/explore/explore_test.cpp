@@ -4,6 +4,7 @@
 #include <rapidcheck/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -49,9 +50,24 @@ std::vector<std::string> lines_of(const std::string& text) {
 std::vector<std::string> sweep(const Scenario& sc, const ExploreOptions& o, std::uint64_t first,
                                std::uint64_t n, std::uint32_t jobs) {
   std::vector<std::string> lines;
-  explore_seeds(sc, o, shard_seeds(first, n, 0, 1), jobs,
+  explore_seeds(sc, o, SeedSequence(first, n), jobs,
                 [&](const RunRecord& r) { lines.push_back(r.to_json()); });
   return lines;
+}
+
+/// `explore` arguments for the toy scenario, written to `dir`: no shrinking, no progress bar.
+ExploreArgs toy_explore_args(const fs::path& dir, std::uint64_t seeds, std::uint32_t jobs) {
+  register_toy();
+  const fs::path scen = dir / "toy.toml";
+  write_text_file(scen.string(), scenario_to_toml(toy_scenario()));
+  ExploreArgs a;
+  a.scenario = scen.string();
+  a.protocol = "toylock";
+  a.seeds = seeds;
+  a.jobs = jobs;
+  a.shrink = false;
+  a.no_progress = true;
+  return a;
 }
 
 const NemesisTargets& toy_targets() {
@@ -177,9 +193,9 @@ TEST(Explore, AnythingGoesFindsViolationsAndFencingStopsThem) {
   ExploreOptions o;
   o.protocol = "toylock";
   ExploreSummary unfenced, fenced;
-  explore_seeds(sc, o, shard_seeds(1, 2000, 0, 1), 2, [&](const RunRecord& r) { unfenced.add(r); });
+  explore_seeds(sc, o, SeedSequence(1, 2000), 2, [&](const RunRecord& r) { unfenced.add(r); });
   o.protocol = "toylock+fence";
-  explore_seeds(sc, o, shard_seeds(1, 2000, 0, 1), 2, [&](const RunRecord& r) { fenced.add(r); });
+  explore_seeds(sc, o, SeedSequence(1, 2000), 2, [&](const RunRecord& r) { fenced.add(r); });
   EXPECT_EQ(unfenced.runs, 2000u);
   EXPECT_GT(unfenced.unsafe, 0u);
   EXPECT_EQ(unfenced.errors, 0u);
@@ -199,7 +215,7 @@ TEST(Explore, AnythingGoesFindsViolationsAndFencingStopsThem) {
   // Within the assumptions (no crashes) the fence holds on every seed.
   o.nemesis.mode = NemesisMode::within;
   ExploreSummary within;
-  explore_seeds(sc, o, shard_seeds(1, 2000, 0, 1), 2, [&](const RunRecord& r) { within.add(r); });
+  explore_seeds(sc, o, SeedSequence(1, 2000), 2, [&](const RunRecord& r) { within.add(r); });
   EXPECT_EQ(within.failures(), 0u) << within.render();
 }
 
@@ -207,8 +223,9 @@ TEST(Explore, ShardsPartitionTheSeeds) {
   std::set<std::uint64_t> all;
   std::size_t total = 0;
   for (std::uint32_t k = 0; k < 4; ++k) {
-    for (std::uint64_t s : shard_seeds(10, 103, k, 4)) {
-      all.insert(s);
+    const SeedSequence seq(10, 103, k, 4);
+    for (std::uint64_t i = 0; i < seq.size(); ++i) {
+      all.insert(seq[i]);
       ++total;
     }
   }
@@ -216,6 +233,88 @@ TEST(Explore, ShardsPartitionTheSeeds) {
   EXPECT_EQ(all.size(), 103u);
   EXPECT_EQ(*all.begin(), 10u);
   EXPECT_EQ(*all.rbegin(), 112u);
+}
+
+RC_GTEST_PROP(Explore, SeedSequenceIsTheShardWithoutTheDoneSeeds,
+              (std::uint64_t first, std::uint8_t count, std::uint8_t shards_minus_1, std::uint8_t shard_pick,
+               std::vector<std::uint8_t> done_offsets)) {
+  // Seeds near the top of the range too: first + count - 1 must not overflow (the caller's check).
+  first = std::min<std::uint64_t>(first, ~std::uint64_t{0} - count);
+  const std::uint32_t shards = 1u + shards_minus_1 % 8;
+  const std::uint32_t shard = shard_pick % shards;
+  std::vector<std::uint64_t> done;
+  for (std::uint8_t d : done_offsets) done.push_back(first + d);  // some in the sweep, some past its end
+  done.push_back(first == 0 ? 0 : first - 1);                     // before it: ignored
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::uint64_t s = first + i;
+    if (i % shards == shard && std::find(done.begin(), done.end(), s) == done.end()) expected.push_back(s);
+  }
+  const SeedSequence seq(first, count, shard, shards, done);
+  RC_ASSERT(seq.size() == expected.size());
+  for (std::uint64_t i = 0; i < seq.size(); ++i) RC_ASSERT(seq[i] == expected[i]);
+}
+
+TEST(Explore, AHugeSweepTakesNoMemoryForItsSeeds) {
+  // 10^15 seeds: a vector of them, or a slot per run, would not fit in any memory. The sink stops the sweep
+  // after 300 runs; the lines up to there are in order.
+  register_toy();
+  const Scenario sc = toy_scenario();
+  ExploreOptions o;
+  o.protocol = "toylock";
+  struct Enough {};
+  std::vector<std::uint64_t> seen;
+  EXPECT_THROW(explore_seeds(sc, o, SeedSequence(1000, 1'000'000'000'000'000), 2,
+                             [&](const RunRecord& r) {
+                               seen.push_back(r.seed);
+                               if (seen.size() == 300) throw Enough{};
+                             }),
+               Enough);
+  ASSERT_EQ(seen.size(), 300u);
+  for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1000 + i);
+}
+
+TEST(Explore, ThreadsWaitWhenTheyGetAWindowAhead) {
+  // Reorder windows of 1 to 4 runs on 3 threads: threads keep waiting for the oldest run to be written. The
+  // same lines, in the same order, as on one thread (and as with the default window).
+  register_toy();
+  const Scenario sc = toy_scenario();
+  ExploreOptions o;
+  o.protocol = "toylock";
+  const auto one = sweep(sc, o, 5, 600, 1);
+  for (std::uint64_t window : {1, 2, 4}) {
+    std::vector<std::string> lines;
+    explore_seeds(
+        sc, o, SeedSequence(5, 600), 3, [&](const RunRecord& r) { lines.push_back(r.to_json()); }, {},
+        window);
+    EXPECT_EQ(lines, one) << "window " << window;
+  }
+}
+
+TEST(Explore, BadNumbersAreInputErrors) {
+  register_toy();
+  ExploreArgs a;
+  a.scenario = "no-faults";
+  a.protocol = "lease";
+  a.no_progress = true;
+  const auto field_of = [](const ExploreArgs& args) {
+    try {
+      cmd_explore(args);
+    } catch (const InputError& e) {
+      return e.field;
+    }
+    return std::string("(no error)");
+  };
+  ExploreArgs past = a;
+  past.first_seed = 2;
+  past.seeds = ~std::uint64_t{0};
+  EXPECT_EQ(field_of(past), "--seeds");
+  ExploreArgs jobs = a;
+  jobs.jobs = ExploreArgs::kMaxJobs + 1;
+  EXPECT_EQ(field_of(jobs), "--jobs");
+  ExploreArgs faults = a;
+  faults.max_faults = ExploreArgs::kMaxFaults + 1;
+  EXPECT_EQ(field_of(faults), "--max-faults");
 }
 
 TEST(Explore, WilsonInterval) {
@@ -229,17 +328,8 @@ TEST(Explore, WilsonInterval) {
 }
 
 TEST(Explore, ResumeAfterAKillRunsEverySeedExactlyOnce) {
-  register_toy();
   const fs::path dir = temp_dir("resume");
-  const fs::path scen = dir / "toy.toml";
-  write_text_file(scen.string(), scenario_to_toml(toy_scenario()));
-  ExploreArgs a;
-  a.scenario = scen.string();
-  a.protocol = "toylock";
-  a.seeds = 120;
-  a.jobs = 2;
-  a.shrink = false;
-  a.no_progress = true;
+  ExploreArgs a = toy_explore_args(dir, 120, 2);
   a.out = (dir / "full.jsonl").string();
   const int rc_full = cmd_explore(a);
   const std::string full = read_file(a.out);
@@ -265,18 +355,27 @@ TEST(Explore, ResumeAfterAKillRunsEverySeedExactlyOnce) {
   fs::remove_all(dir);
 }
 
+TEST(Explore, ResumeOfAFileOutOfOrderSkipsEachSeedItHolds) {
+  // A file put together by hand: seeds 3, 1, 2 and 2 again. --resume runs only 4 and 5, appended.
+  const fs::path dir = temp_dir("resume-unordered");
+  ExploreArgs a = toy_explore_args(dir, 5, 2);
+  a.out = (dir / "full.jsonl").string();
+  cmd_explore(a);
+  const auto full = lines_of(read_file(a.out));
+  ASSERT_EQ(full.size(), 5u);
+  const std::string held = full[2] + "\n" + full[0] + "\n" + full[1] + "\n" + full[1] + "\n";
+  const fs::path part = dir / "part.jsonl";
+  std::ofstream(part, std::ios::binary) << held;
+  a.out = part.string();
+  a.resume = true;
+  cmd_explore(a);
+  EXPECT_EQ(read_file(part), held + full[3] + "\n" + full[4] + "\n");
+  fs::remove_all(dir);
+}
+
 TEST(Explore, ShardFilesMergeIntoTheWholeSweep) {
-  register_toy();
   const fs::path dir = temp_dir("merge");
-  const fs::path scen = dir / "toy.toml";
-  write_text_file(scen.string(), scenario_to_toml(toy_scenario()));
-  ExploreArgs a;
-  a.scenario = scen.string();
-  a.protocol = "toylock";
-  a.seeds = 90;
-  a.jobs = 1;
-  a.shrink = false;
-  a.no_progress = true;
+  ExploreArgs a = toy_explore_args(dir, 90, 1);
   a.out = (dir / "s{shard}.jsonl").string();
   std::vector<RunRecord> merged;
   for (int k = 0; k < 3; ++k) {
