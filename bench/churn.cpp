@@ -134,14 +134,27 @@ bool parse_u64(std::string_view s, std::uint64_t& out) {
   return ec == std::errc{} && p == s.data() + s.size();
 }
 
+/// Simulated seconds at most (~31.7 years; simulated time ends at ~292): more would overflow the clock.
+constexpr double kMaxSimSeconds = 1e9;
+
+/// A number of simulated seconds above 0 and at most kMaxSimSeconds (not inf, not nan).
 bool parse_seconds(std::string_view s, double& out) {
   try {
     std::size_t used = 0;
-    out = std::stod(std::string(s), &used);
-    return used == s.size() && out > 0;
+    const double v = std::stod(std::string(s), &used);
+    if (used != s.size() || !(v > 0 && v <= kMaxSimSeconds)) return false;
+    out = v;
+    return true;
   } catch (const std::exception&) {
     return false;
   }
+}
+
+/// The message for a bad --sim-seconds value.
+void bad_seconds(std::string_view bench, std::string_view value) {
+  fmt::print(stderr,
+             "{} bench: --sim-seconds takes a number of seconds above 0 and at most {:.0f}, not '{}'\n",
+             bench, kMaxSimSeconds, value);
 }
 
 }  // namespace
@@ -188,7 +201,11 @@ int run_churn_bench(int argc, char** argv) {
     if (a == "--clients" && has_value && parse_u64(argv[i + 1], n) && n > 0 && n < (1u << 31)) {
       o.clients = static_cast<std::uint32_t>(n);
       ++i;
-    } else if (a == "--sim-seconds" && has_value && parse_seconds(argv[i + 1], o.sim_seconds)) {
+    } else if (a == "--sim-seconds" && has_value) {
+      if (!parse_seconds(argv[i + 1], o.sim_seconds)) {
+        bad_seconds("churn", argv[i + 1]);
+        return 2;
+      }
       ++i;
     } else if (a == "--seed" && has_value && parse_u64(argv[i + 1], o.seed)) {
       ++i;
@@ -241,7 +258,11 @@ int run_scale_bench(int argc, char** argv) {
         sizes.push_back(n);
         list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
       }
-    } else if (a == "--sim-seconds" && has_value && parse_seconds(argv[i + 1], fixed_seconds)) {
+    } else if (a == "--sim-seconds" && has_value) {
+      if (!parse_seconds(argv[i + 1], fixed_seconds)) {
+        bad_seconds("scale", argv[i + 1]);
+        return 2;
+      }
       ++i;
     } else if (a == "--messages" && has_value && parse_u64(argv[i + 1], messages) && messages > 0) {
       ++i;
@@ -284,6 +305,11 @@ int run_scale_bench(int argc, char** argv) {
     o.sim_seconds = fixed_seconds > 0
                         ? fixed_seconds
                         : std::max(0.5, static_cast<double>(messages) / (static_cast<double>(c) * 320.0));
+    if (!(o.sim_seconds <= kMaxSimSeconds)) {
+      fmt::print(stderr, "scale bench: --messages {} at {} clients is more than {:.0f} simulated seconds\n",
+                 messages, c, kMaxSimSeconds);
+      return 2;
+    }
     o.sim_seconds = static_cast<double>(static_cast<std::int64_t>(o.sim_seconds * 1000)) / 1000;  // ms
     const pid_t child = fork();  // a fresh process per size: VmHWM is a per-process high-water mark
     if (child < 0) {

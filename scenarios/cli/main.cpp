@@ -6,11 +6,13 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "reports/report.hpp"
 #include "scenarios/catalog.hpp"
@@ -27,10 +29,30 @@ using namespace locksim;
 namespace {
 
 constexpr int kOk = 0, kFail = 1, kInput = 2;
+constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 
 [[noreturn]] void input_error(const std::string& msg) {
   fmt::print(stderr, "locksim: error: {}\n", msg);
   std::exit(kInput);
+}
+
+/// An integer option's check. CLI11 2.1 (Debian 12) converts with strtoull/strtoll in base 0: "-1" wraps
+/// around for an unsigned option, "010" is octal, and a number too big for the type saturates silently.
+/// This accepts decimal digits only, within [lo, hi], and hands CLI11 the number without leading zeros.
+CLI::Validator whole_number(std::uint64_t lo, std::uint64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        std::uint64_t v = 0;
+        const bool digits =
+            !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (!digits || ec != std::errc{} || end != s.data() + s.size() || v < lo || v > hi)
+          return fmt::format("expected a whole number from {} to {}, not '{}'", lo, hi, s);
+        s = std::to_string(v);
+        return {};
+      },
+      fmt::format("{}..{}", lo, hi));
 }
 
 std::vector<std::string> protocol_names() {
@@ -389,7 +411,7 @@ int main(int argc, char** argv) {
       ->required();
   run->add_option("-p,--protocol", protocols,
                   "protocol(s) to run (default: those the scenario has expectations for)");
-  run->add_option("--seed", seed, "seed (default: the scenario's)")->check(CLI::NonNegativeNumber);
+  run->add_option("--seed", seed, "seed (default: the scenario's)")->transform(whole_number(0, kU64Max));
   run->add_option("--report", report,
                   "report format: text (terminal), json, html (one page with a space-time "
                   "diagram; use -o FILE), junit (one test case per protocol)")
@@ -437,21 +459,26 @@ int main(int argc, char** argv) {
       app.add_subcommand("explore", "Random fault plans over many seeds; shrink the first failure");
   explore->add_option("SCENARIO", xa.scenario, "catalog name or path to a .toml file")->required();
   explore->add_option("-p,--protocol", xa.protocol, "protocol to explore")->required();
-  explore->add_option("--seeds", xa.seeds, "number of seeds (runs)")->check(CLI::PositiveNumber);
-  explore->add_option("--first-seed", xa.first_seed, "first seed");
-  explore->add_option("-j,--jobs", xa.jobs, "threads (default: one per core); results do not depend on it");
+  explore->add_option("--seeds", xa.seeds, "number of seeds (runs)")->transform(whole_number(1, kU64Max));
+  explore->add_option("--first-seed", xa.first_seed, "first seed")->transform(whole_number(0, kU64Max));
+  explore
+      ->add_option("-j,--jobs", xa.jobs, "threads (default or 0: one per core); results do not depend on it")
+      ->transform(whole_number(0, ExploreArgs::kMaxJobs));
   explore->add_option("--shard", xa.shard, "K/N: run only shard K (0-based) of N");
-  explore->add_option("--shards", xa.shards, "N shards, the index K from JOB_COMPLETION_INDEX (Kubernetes)");
+  explore->add_option("--shards", xa.shards, "N shards, the index K from JOB_COMPLETION_INDEX (Kubernetes)")
+      ->transform(whole_number(1, kU32Max));
   explore->add_option("-o,--out", xa.out,
                       "JSONL file, one line per run in seed order ({shard} = shard index)");
   explore->add_flag("--resume", xa.resume, "skip the seeds already in --out and append the rest");
   explore->add_option("--mode", xa.mode, "within: the protocol's timing assumptions; anything: anything goes")
       ->check(CLI::IsMember({"within", "anything"}));
-  explore->add_option("--max-faults", xa.max_faults, "most timed faults in one plan");
+  explore->add_option("--max-faults", xa.max_faults, "most timed faults in one plan")
+      ->transform(whole_number(1, ExploreArgs::kMaxFaults));
   explore->add_flag("--keep-faults", xa.keep_scripted,
                     "keep the scenario's own faults and add the nemesis's");
   explore->add_flag("!--no-shrink", xa.shrink, "do not shrink the first failure into a replay file");
-  explore->add_option("--shrink-runs", xa.shrink_runs, "run budget for shrinking");
+  explore->add_option("--shrink-runs", xa.shrink_runs, "run budget for shrinking")
+      ->transform(whole_number(0, kU32Max));
   explore->add_option("--replay-out", xa.replay_out, "where to write the replay file of the first failure");
   explore->add_flag("--no-progress", xa.no_progress, "no progress bar even on a terminal");
 

@@ -1,0 +1,45 @@
+#!/bin/sh
+# Bad numbers on the command line: each must end at once with exit 2 and a message naming its option (never
+# a silent wrap-around, a saturated value, a hang or an out-of-memory crash). Usage: bad_args.sh LOCKSIM.
+set -u
+bin=$1
+failed=0
+# expect FIELD ARGS...: exit 2 within 10 s, with FIELD in the message.
+expect() {
+  field=$1
+  shift
+  err=$(timeout 10 "$bin" "$@" 2>&1 >/dev/null)
+  rc=$?
+  if [ $rc -ne 2 ] || ! printf '%s\n' "$err" | grep -q -e "$field"; then
+    echo "bad_args: '$*' gave exit $rc (want 2, naming $field): $err" >&2
+    failed=1
+  fi
+}
+expect --seeds explore no-faults -p lease --no-shrink --no-progress --seeds 0
+expect --seeds explore no-faults -p lease --no-shrink --no-progress --seeds -5
+expect --seeds explore no-faults -p lease --no-shrink --no-progress --seeds 0x10
+expect --seeds explore no-faults -p lease --no-shrink --no-progress --seeds 18446744073709551616
+expect --seeds explore no-faults -p lease --no-shrink --no-progress --seeds 99999999999999999999999
+expect --seeds explore no-faults -p lease --no-shrink --no-progress --first-seed 2 --seeds 18446744073709551615
+expect --first-seed explore no-faults -p lease --no-shrink --no-progress --first-seed -1
+expect --jobs explore no-faults -p lease --no-shrink --no-progress --jobs 100000
+expect --max-faults explore no-faults -p lease --no-shrink --no-progress --max-faults 4000000000
+expect --shards explore no-faults -p lease --no-shrink --no-progress --shards 0
+expect --shrink-runs explore no-faults -p lease --no-shrink --no-progress --shrink-runs 4294967296
+expect --seed run no-faults -p lease --seed 18446744073709551616
+expect --seed run no-faults -p lease --seed -1
+expect --seed run no-faults -p lease --seed 1.5
+# The benchmarks, when this build has them.
+if "$bin" bench churn --help >/dev/null 2>&1; then
+  expect --sim-seconds bench churn --clients 3 --sim-seconds 100000000000
+  expect --sim-seconds bench churn --sim-seconds inf
+  expect --sim-seconds bench churn --sim-seconds nan
+  expect --sim-seconds bench scale --clients 30 --sim-seconds 1e10
+  expect --messages bench scale --clients 30 --messages 18446744073709551615
+fi
+# A leading zero is decimal, not octal: 010 seeds are ten runs.
+runs=$(timeout 60 "$bin" explore no-faults -p lease --seeds 010 --no-progress --no-shrink 2>&1 |
+  sed -n 's/.*: \([0-9]*\) run(s) on.*/\1/p')
+[ "$runs" = 10 ] || { echo "bad_args: --seeds 010 gave '$runs' runs, want 10" >&2; failed=1; }
+[ $failed -eq 0 ] && echo "bad_args: every bad number rejected with exit 2"
+exit $failed
