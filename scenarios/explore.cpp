@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -394,27 +395,26 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_;
 };
 
+/// A shard number: decimal digits only (no sign, no spaces), at most 2^32 - 1.
+std::optional<std::uint32_t> shard_number(std::string_view s) {
+  std::uint32_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || s.front() < '0' || s.front() > '9' || ec != std::errc{} || end != s.data() + s.size())
+    return std::nullopt;
+  return v;
+}
+
 std::pair<std::uint32_t, std::uint32_t> parse_shard(const ExploreArgs& a) {
   if (!a.shard.empty()) {
-    const auto slash = a.shard.find('/');
-    std::uint32_t k = 0, n = 0;
-    bool ok = slash != std::string::npos && slash > 0 && slash + 1 < a.shard.size();
-    if (ok) {
-      try {
-        std::size_t used = 0;
-        k = static_cast<std::uint32_t>(std::stoul(a.shard.substr(0, slash), &used));
-        ok = used == slash;
-        n = static_cast<std::uint32_t>(std::stoul(a.shard.substr(slash + 1), &used));
-        ok = ok && used == a.shard.size() - slash - 1;
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
-    if (!ok || n == 0 || k >= n) {
+    const std::string_view spec = a.shard;
+    const auto slash = spec.find('/');
+    const auto k = slash == std::string_view::npos ? std::nullopt : shard_number(spec.substr(0, slash));
+    const auto n = slash == std::string_view::npos ? std::nullopt : shard_number(spec.substr(slash + 1));
+    if (!k || !n || *n == 0 || *k >= *n) {
       throw InputError("<command line>", 0, "--shard",
                        fmt::format("'{}' is not K/N with 0 <= K < N (e.g. --shard 0/4)", a.shard));
     }
-    return {k, n};
+    return {*k, *n};
   }
   if (a.shards > 0) {
     const char* env = std::getenv("JOB_COMPLETION_INDEX");
@@ -423,13 +423,12 @@ std::pair<std::uint32_t, std::uint32_t> parse_shard(const ExploreArgs& a) {
           "<command line>", 0, "--shards",
           "--shards N takes the shard index from JOB_COMPLETION_INDEX, which is not set (use --shard K/N)");
     }
-    char* end = nullptr;
-    const unsigned long k = std::strtoul(env, &end, 10);
-    if (end == env || *end != '\0' || k >= a.shards) {
+    const auto k = shard_number(env);
+    if (!k || *k >= a.shards) {
       throw InputError("<environment>", 0, "JOB_COMPLETION_INDEX",
                        fmt::format("'{}' is not a shard index below {}", env, a.shards));
     }
-    return {static_cast<std::uint32_t>(k), a.shards};
+    return {*k, a.shards};
   }
   return {0, 1};
 }

@@ -25,6 +25,14 @@ expect --first-seed explore no-faults -p lease --no-shrink --no-progress --first
 expect --jobs explore no-faults -p lease --no-shrink --no-progress --jobs 100000
 expect --max-faults explore no-faults -p lease --no-shrink --no-progress --max-faults 4000000000
 expect --shards explore no-faults -p lease --no-shrink --no-progress --shards 0
+expect --shard explore no-faults -p lease --no-shrink --no-progress --shard 4294967297/4294967298
+expect --shard explore no-faults -p lease --no-shrink --no-progress --shard 1/-4
+expect --shard explore no-faults -p lease --no-shrink --no-progress --shard ' 1/4'
+export JOB_COMPLETION_INDEX=-1
+expect JOB_COMPLETION_INDEX explore no-faults -p lease --no-shrink --no-progress --shards 4
+JOB_COMPLETION_INDEX=4294967297
+expect JOB_COMPLETION_INDEX explore no-faults -p lease --no-shrink --no-progress --shards 4
+unset JOB_COMPLETION_INDEX
 expect --shrink-runs explore no-faults -p lease --no-shrink --no-progress --shrink-runs 4294967296
 expect --seed run no-faults -p lease --seed 18446744073709551616
 expect --seed run no-faults -p lease --seed -1
