@@ -187,10 +187,12 @@ void explore_seeds(const Scenario& sc, const ExploreOptions& opts, const SeedSeq
     while (!abort.load()) {
       const std::uint64_t i = next.fetch_add(1);
       if (i >= n) break;
-      if (i >= written.load() + window) {
+      // (i - written, not written + window: no overflow even at the top of the seed range. Run i is not
+      // written yet, so written <= i.)
+      if (i - written.load() >= window) {
         std::unique_lock<std::mutex> lock(mu);
         ++waiting;
-        room.wait(lock, [&] { return i < written.load() + window || abort.load(); });
+        room.wait(lock, [&] { return i - written.load() < window || abort.load(); });
         --waiting;
         if (abort.load()) break;
       }
