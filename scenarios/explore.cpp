@@ -311,6 +311,8 @@ std::string ExploreSummary::render() const {
 
 void for_each_jsonl(const std::string& path, const std::function<void(const RunRecord&)>& fn,
                     std::optional<std::uint64_t>* truncated_at) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, 0, "file", "is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, "file", fmt::format("cannot open: {}", std::strerror(errno)));
   if (truncated_at) truncated_at->reset();
@@ -340,6 +342,7 @@ void for_each_jsonl(const std::string& path, const std::function<void(const RunR
     fn(r);
     pos = next;
   }
+  if (in.bad()) throw InputError(path, 0, "file", fmt::format("read error: {}", std::strerror(errno)));
 }
 
 std::vector<RunRecord> read_jsonl(const std::string& path, std::optional<std::uint64_t>* truncated_at) {
@@ -666,6 +669,12 @@ int cmd_merge(const std::vector<std::string>& files) {
         &cut);
     if (cut && *cut < std::filesystem::file_size(f))
       fmt::print(stderr, "locksim: {}: skipped a partial last line (a killed run)\n", f);
+  }
+  if (groups.empty()) {
+    // Nothing was checked: a CI job that merges the output of shards that all died must not pass.
+    throw InputError(files.front(), 0, "FILES",
+                     files.size() == 1 ? "no runs in this file"
+                                       : fmt::format("no runs in any of the {} files", files.size()));
   }
   std::uint64_t failures = 0, runs = 0;
   for (const auto& [key, g] : groups) {

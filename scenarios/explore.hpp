@@ -140,7 +140,7 @@ using RenderRun = std::function<std::string(const RunOutput&, const Scenario&)>;
 int cmd_replay(const std::string& file, const RenderRun& render);
 
 /// The combined summary of JSONL files (one block per scenario × protocol × mode). 0 no failure, 1 failures
-/// or the same seed with two different results, 2 input errors.
+/// or the same seed with two different results, 2 input errors (a directory, a bad line, no run at all).
 int cmd_merge(const std::vector<std::string>& files);
 
 /// Reads a JSONL file one line at a time (memory: one line), calling `fn` with each record. A last line cut

@@ -404,6 +404,14 @@ TEST(Explore, ShardFilesMergeIntoTheWholeSweep) {
   // A broken line in the middle of a file is an input error; a bad shard too.
   std::ofstream(dir / "bad.jsonl") << all[0].to_json() << "\nnot json\n" << all[1].to_json() << "\n";
   EXPECT_THROW(cmd_merge({(dir / "bad.jsonl").string()}), InputError);
+  // A directory, and files with no run at all (shards that all died), are input errors too; an empty
+  // shard beside full ones is not.
+  EXPECT_THROW(cmd_merge({dir.string()}), InputError);
+  std::ofstream(dir / "empty.jsonl").flush();
+  EXPECT_THROW(cmd_merge({(dir / "empty.jsonl").string(), (dir / "empty.jsonl").string()}), InputError);
+  EXPECT_EQ(cmd_merge({(dir / "empty.jsonl").string(), (dir / "s0.jsonl").string(),
+                       (dir / "s1.jsonl").string(), (dir / "s2.jsonl").string()}),
+            rc_all);
   a.shards = 0;
   a.shard = "3/3";
   EXPECT_THROW(cmd_explore(a), InputError);
