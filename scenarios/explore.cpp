@@ -451,10 +451,11 @@ int cmd_explore(const ExploreArgs& a) {
   if (!mode)
     throw InputError("<command line>", 0, "--mode", fmt::format("'{}' is not within or anything", a.mode));
   if (a.seeds == 0) throw InputError("<command line>", 0, "--seeds", "must be at least 1");
-  if (a.seeds - 1 > ~std::uint64_t{0} - a.first_seed)
-    throw InputError("<command line>", 0, "--seeds",
-                     fmt::format("--first-seed {} and --seeds {} go past the largest seed, {}", a.first_seed,
-                                 a.seeds, ~std::uint64_t{0}));
+  if (a.first_seed > Scenario::kMaxSeed || a.seeds - 1 > Scenario::kMaxSeed - a.first_seed)
+    throw InputError("<command line>", 0, a.first_seed > Scenario::kMaxSeed ? "--first-seed" : "--seeds",
+                     fmt::format("--first-seed {} and --seeds {} go past the largest seed, {} (2^63 - 1: "
+                                 "replay files hold seeds as TOML integers)",
+                                 a.first_seed, a.seeds, Scenario::kMaxSeed));
   if (a.max_faults == 0 || a.max_faults > ExploreArgs::kMaxFaults)
     throw InputError("<command line>", 0, "--max-faults",
                      fmt::format("must be from 1 to {}, not {}", ExploreArgs::kMaxFaults, a.max_faults));

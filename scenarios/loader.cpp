@@ -902,7 +902,7 @@ Scenario Loader::load(const toml::table& root_table) {
   s.title = str(root, "title").value_or("");
   s.source = str(root, "source").value_or("");
   s.teaches = str(root, "teaches").value_or("");
-  if (auto v = integer(root, "seed", 0, std::numeric_limits<std::int64_t>::max()))
+  if (auto v = integer(root, "seed", 0, static_cast<std::int64_t>(Scenario::kMaxSeed)))
     s.seed = static_cast<std::uint64_t>(*v);
 
   if (auto l = sub_table(root, "limits")) {

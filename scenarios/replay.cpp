@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "scenarios/loader.hpp"
 
@@ -254,6 +255,9 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
   if (!sc.title.empty()) s += fmt::format("title = {}\n", q(sc.title));
   if (!sc.source.empty()) s += fmt::format("source = {}\n", q(sc.source));
   if (!sc.teaches.empty()) s += fmt::format("teaches = {}\n", q(sc.teaches));
+  if (sc.seed > Scenario::kMaxSeed)  // a TOML integer could not hold it: the file would not load
+    throw std::invalid_argument(
+        fmt::format("seed {} is above the largest seed, {}", sc.seed, Scenario::kMaxSeed));
   s += fmt::format("seed = {}\n", sc.seed);
 
   s += fmt::format("\n[limits]\nmax_time = {}\nmax_events = {}\nmax_mailbox = {}\n", dur(sc.max_time),

@@ -63,6 +63,9 @@ struct Scenario {
   std::string teaches;  ///< one paragraph: what it teaches
   std::string file;     ///< where it came from (path or "builtin")
 
+  /// The largest seed: scenario and replay files hold it as a TOML integer (64-bit signed), so every seed,
+  /// on the command line too, is in [0, 2^63 - 1].
+  static constexpr std::uint64_t kMaxSeed = 0x7fff'ffff'ffff'ffffULL;
   std::uint64_t seed = 1;
   std::string lock_key = "lock";
   std::string resource_key = "data";

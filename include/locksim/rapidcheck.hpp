@@ -155,8 +155,9 @@ inline rc::Gen<FaultPlan> fault_plan(const NemesisTargets& targets, const Scenar
   });
 }
 
-/// Runs `plan` on `base` with `protocol` and `seed`. Nothing when safe; otherwise writes a replay file (to
-/// $LOCKSIM_REPLAY_DIR, else the temporary directory) and returns a message ending in `locksim replay FILE`.
+/// Runs `plan` on `base` with `protocol` and `seed` (at most Scenario::kMaxSeed, 2^63 - 1: the replay file
+/// holds it as a TOML integer). Nothing when safe; otherwise writes a replay file (to $LOCKSIM_REPLAY_DIR,
+/// else the temporary directory) and returns a message ending in `locksim replay FILE`.
 inline std::optional<std::string> find_violation(const Scenario& base, const std::string& protocol,
                                                  const FaultPlan& plan, std::uint64_t seed) {
   Scenario sc = apply_plan(base, plan);

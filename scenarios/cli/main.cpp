@@ -29,7 +29,6 @@ using namespace locksim;
 namespace {
 
 constexpr int kOk = 0, kFail = 1, kInput = 2;
-constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 
 [[noreturn]] void input_error(const std::string& msg) {
@@ -411,7 +410,8 @@ int main(int argc, char** argv) {
       ->required();
   run->add_option("-p,--protocol", protocols,
                   "protocol(s) to run (default: those the scenario has expectations for)");
-  run->add_option("--seed", seed, "seed (default: the scenario's)")->transform(whole_number(0, kU64Max));
+  run->add_option("--seed", seed, "seed (default: the scenario's)")
+      ->transform(whole_number(0, Scenario::kMaxSeed));
   run->add_option("--report", report,
                   "report format: text (terminal), json, html (one page with a space-time "
                   "diagram; use -o FILE), junit (one test case per protocol)")
@@ -459,8 +459,10 @@ int main(int argc, char** argv) {
       app.add_subcommand("explore", "Random fault plans over many seeds; shrink the first failure");
   explore->add_option("SCENARIO", xa.scenario, "catalog name or path to a .toml file")->required();
   explore->add_option("-p,--protocol", xa.protocol, "protocol to explore")->required();
-  explore->add_option("--seeds", xa.seeds, "number of seeds (runs)")->transform(whole_number(1, kU64Max));
-  explore->add_option("--first-seed", xa.first_seed, "first seed")->transform(whole_number(0, kU64Max));
+  explore->add_option("--seeds", xa.seeds, "number of seeds (runs)")
+      ->transform(whole_number(1, Scenario::kMaxSeed + 1));
+  explore->add_option("--first-seed", xa.first_seed, "first seed")
+      ->transform(whole_number(0, Scenario::kMaxSeed));
   explore
       ->add_option("-j,--jobs", xa.jobs, "threads (default or 0: one per core); results do not depend on it")
       ->transform(whole_number(0, ExploreArgs::kMaxJobs));

@@ -309,6 +309,14 @@ TEST(Explore, BadNumbersAreInputErrors) {
   past.first_seed = 2;
   past.seeds = ~std::uint64_t{0};
   EXPECT_EQ(field_of(past), "--seeds");
+  // Seeds end at 2^63 - 1: a replay file holds its seed as a TOML integer.
+  ExploreArgs top = a;
+  top.first_seed = Scenario::kMaxSeed;
+  top.seeds = 2;
+  EXPECT_EQ(field_of(top), "--seeds");
+  top.first_seed = Scenario::kMaxSeed + 1;
+  top.seeds = 1;
+  EXPECT_EQ(field_of(top), "--first-seed");
   ExploreArgs jobs = a;
   jobs.jobs = ExploreArgs::kMaxJobs + 1;
   EXPECT_EQ(field_of(jobs), "--jobs");
@@ -574,6 +582,16 @@ TEST(Replay, ScenarioTomlIsExact) {
   EXPECT_EQ(back.faults.at(0).fault.duration, 1500000001ns);
   EXPECT_EQ(back.teaches, "two\nlines");
   EXPECT_EQ(back.config.extra.at("x"), "y \"quoted\"");
+}
+
+TEST(Replay, TheLargestSeedComesBackAndALargerOneIsRefused) {
+  // explore once wrote seed 9223372036854776131 into a replay file that no TOML reader could load.
+  register_toy();
+  Scenario sc = toy_scenario();
+  sc.seed = Scenario::kMaxSeed;
+  EXPECT_EQ(load_scenario_text(scenario_to_toml(sc), "top.toml").seed, Scenario::kMaxSeed);
+  sc.seed = Scenario::kMaxSeed + 1;
+  EXPECT_THROW(scenario_to_toml(sc), std::invalid_argument);
 }
 
 TEST(RunRecord, JsonRoundTripAndErrors) {

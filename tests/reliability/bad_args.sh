@@ -22,6 +22,8 @@ expect --seeds explore no-faults -p lease --no-shrink --no-progress --seeds 1844
 expect --seeds explore no-faults -p lease --no-shrink --no-progress --seeds 99999999999999999999999
 expect --seeds explore no-faults -p lease --no-shrink --no-progress --first-seed 2 --seeds 18446744073709551615
 expect --first-seed explore no-faults -p lease --no-shrink --no-progress --first-seed -1
+expect --first-seed explore no-faults -p lease --no-shrink --no-progress --first-seed 9223372036854775808
+expect --seeds explore no-faults -p lease --no-shrink --no-progress --first-seed 9223372036854775807 --seeds 2
 expect --jobs explore no-faults -p lease --no-shrink --no-progress --jobs 100000
 expect --max-faults explore no-faults -p lease --no-shrink --no-progress --max-faults 4000000000
 expect --shards explore no-faults -p lease --no-shrink --no-progress --shards 0
@@ -36,6 +38,7 @@ unset JOB_COMPLETION_INDEX
 expect --shrink-runs explore no-faults -p lease --no-shrink --no-progress --shrink-runs 4294967296
 expect --seed run no-faults -p lease --seed 18446744073709551616
 expect --seed run no-faults -p lease --seed -1
+expect --seed run no-faults -p lease --seed 9223372036854775808
 expect --seed run no-faults -p lease --seed 1.5
 # The benchmarks, when this build has them.
 if "$bin" bench churn --help >/dev/null 2>&1; then
