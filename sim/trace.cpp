@@ -56,13 +56,13 @@ Trace::Trace(bool keep_events, std::uint64_t max_kept)
       room_(keep_events ? 0 : kBatch),
       max_kept_(max_kept),
       state_(XXH3_createState()),
-      pending_(kBatch) {
+      pending_(std::make_unique_for_overwrite<unsigned char[]>(kBatch)) {
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
 }
 
 void Trace::flush() const {
   if (used_ == 0) return;
-  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), pending_.data(), used_);
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), pending_.get(), used_);
   used_ = 0;
 }
 
@@ -75,7 +75,7 @@ void Trace::append(const void* p, std::size_t n) {
       return;
     }
   }
-  std::memcpy(pending_.data() + used_, p, n);
+  std::memcpy(pending_.get() + used_, p, n);
   used_ += n;
 }
 

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,7 +107,9 @@ class Trace {
   /// byte stream, so the same hash). Events are encoded straight into it. (1, 2 and 4 KiB were measured
   /// slower: XXH3's per-call cost outweighs keeping the batch in L1.)
   static constexpr std::size_t kBatch = 16 * 1024;
-  mutable std::vector<unsigned char> pending_;
+  /// Not zeroed when made (a world is made per run, and explore makes thousands a second): every byte is
+  /// written before it is hashed.
+  std::unique_ptr<unsigned char[]> pending_;
   mutable std::size_t used_ = 0;
   void flush() const;
   /// Both record()s: the canonical form is fixed-width little-endian fields, then the strings (their
@@ -122,7 +125,7 @@ class Trace {
                   detail);
       return;
     }
-    unsigned char* buf = pending_.data() + used_;
+    unsigned char* buf = pending_.get() + used_;
     encode_fixed(buf, time, node_time, wall_time, kind, proc, peer, msg, label_size, detail.size());
     buf += kFixed;
     if constexpr (Room > 0) {

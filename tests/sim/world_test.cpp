@@ -1,6 +1,8 @@
 // World basics: processes, send/receive/call, filters, names, trace content.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -225,6 +227,12 @@ TEST(World, ProcessRandomStreamsDependOnNameAndSeed) {
 
 TEST(Time, Formatting) {
   EXPECT_EQ(format_time(0ns), "0s");
+  EXPECT_EQ(format_time(10s), "10s");
+  EXPECT_EQ(format_time(10ms), "0.01s");
+  EXPECT_EQ(format_time(1ns), "0.000000001s");
+  EXPECT_EQ(format_time(-1ns), "-0.000000001s");
+  EXPECT_EQ(format_time(Duration{std::numeric_limits<std::int64_t>::max()}), "9223372036.854775807s");
+  EXPECT_EQ(format_time(Duration{std::numeric_limits<std::int64_t>::min()}), "-9223372036.854775808s");
   EXPECT_EQ(format_time(1500ms), "1.5s");
   EXPECT_EQ(format_time(-2s - 1ns), "-2.000000001s");
   EXPECT_EQ(format_seconds(15020ms), "15.020");
