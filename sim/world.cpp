@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/context/fiber.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -401,6 +402,8 @@ void World::block(Process& p) {
   // Inside p's fiber: give up control until a wake event resumes us. Inside run_until, the next events run
   // right here and control passes straight to the fiber they resume (one switch per event instead of two,
   // to the scheduler and back out); otherwise, or when the scheduler must take over, back to the scheduler.
+  if (p.killed) [[unlikely]]
+    went_on_after_its_end(p);
   p.state = ProcState::blocked;
   Process* next = handoff_ ? run_to_switch() : nullptr;
   if (next == &p) {  // its own delivery or timer: no switch at all
@@ -420,6 +423,18 @@ void World::block(Process& p) {
   landed(p, std::move(from));
   if (p.killed) throw ProcessKilled{};
   p.state = ProcState::running;
+}
+
+void World::went_on_after_its_end(Process& p) {
+  // ProcessKilled is unwinding p's stack (a crash, or the world's end) and p waits again: a catch (...) in
+  // its body did not rethrow it, or a destructor waits. Its fiber is being taken down, so nothing can go on
+  // from here (this used to end in a segmentation fault somewhere later): say which process, and stop.
+  std::fprintf(
+      stderr,
+      "locksim: process '%s' went on after its end (a crash, or the world's end): a catch (...) in its "
+      "body did not rethrow what it caught, or a destructor waited; a process must let its end pass\n",
+      p.name.c_str());
+  std::abort();
 }
 
 Process* World::wake(Process& p, std::uint64_t gen) {

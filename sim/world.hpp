@@ -30,7 +30,8 @@ namespace locksim {
 class World;
 class Process;
 
-/// Thrown inside a process's fiber to unwind it when it crashes. Never catch it (it is not a std::exception).
+/// Thrown inside a process's fiber to unwind it when it crashes or the world ends. Never catch it (it is not
+/// a std::exception); a catch (...) must rethrow it (a process that goes on after it stops the program).
 struct ProcessKilled {};
 
 inline constexpr Duration kForever = kTimeMax;
@@ -304,6 +305,7 @@ class World {
   void match_triggers(Trigger::Kind kind, ProcId p, std::string_view label);
   void process_ended(Process& p);
   void kill_fiber(Process& p);
+  [[noreturn, gnu::cold]] static void went_on_after_its_end(Process& p);
   void arm_fsync(Process& p);
 
   WorldOptions opts_;

@@ -1,8 +1,10 @@
 // Crash and restart: volatile state is lost, storage survives according to the crash kind and fsync policy,
-// messages to a dead incarnation are dropped.
+// messages to a dead incarnation are dropped; ending a fiber unwinds its stack.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -246,4 +248,70 @@ TEST(Crash, CrashRequestedFromInsideAFiberActsAfterTheCurrentStep) {
   EXPECT_EQ(crash[0].time, 3500us);
   EXPECT_EQ(victim_steps, 4 + 1);  // 0,1,2,3 ms, then the restarted body's first step
   EXPECT_EQ(w.state(v), ProcState::blocked);
+}
+
+// Ending a fiber (a crash, or the world's end while it waits) unwinds its stack: what it holds is destroyed,
+// a catch (...) that rethrows sees it pass, and nothing typed catches it.
+namespace {
+struct Counted {
+  int* destroyed;
+  explicit Counted(int* d) : destroyed(d) {}
+  Counted(const Counted&) = delete;
+  Counted& operator=(const Counted&) = delete;
+  ~Counted() { ++*destroyed; }
+};
+}  // namespace
+
+TEST(Crash, EndingAFiberDestroysWhatItsStackHolds) {
+  int destroyed = 0, caught_typed = 0, caught_any = 0;
+  {
+    World w;
+    const ProcId crashed = w.spawn("crashed", [&](Context& c) {
+      Counted outer(&destroyed);
+      auto text = std::make_unique<std::string>(100, 'x');  // heap memory: the leak check sees it freed
+      try {
+        Counted inner(&destroyed);
+        for (;;) c.sleep(1ms);
+      } catch (const std::exception&) {
+        ++caught_typed;
+      }
+    });
+    w.spawn("waiting", [&](Context& c) {  // still waiting when the world ends
+      Counted held(&destroyed);
+      try {
+        (void)c.receive();
+      } catch (...) {
+        ++caught_any;
+        throw;
+      }
+    });
+    w.schedule(5ms, [&] { w.crash(crashed, false); });
+    (void)w.run_until(10ms);
+    EXPECT_EQ(w.state(crashed), ProcState::crashed);
+    EXPECT_EQ(destroyed, 2);  // outer and inner: the crash
+  }
+  EXPECT_EQ(destroyed, 3);  // and held: the world's end
+  EXPECT_EQ(caught_typed, 0);
+  EXPECT_EQ(caught_any, 1);
+}
+
+TEST(CrashDeathTest, AProcessThatGoesOnAfterItsEndStopsTheProgramWithAMessage) {
+  // A catch (...) that does not rethrow lets the body run on while its fiber is taken down: before this
+  // message, a segmentation fault at its next wait.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        World w;
+        const ProcId p = w.spawn("stubborn", [](Context& c) {
+          for (;;) {
+            try {
+              c.sleep(1ms);
+            } catch (...) {
+            }
+          }
+        });
+        w.schedule(5ms, [&] { w.crash(p, false); });
+        (void)w.run_until(10ms);
+      },
+      "process 'stubborn' went on after its end");
 }
