@@ -274,6 +274,7 @@ void ExploreSummary::add(const RunRecord& r) {
                      (*r.slack_ns == *min_slack_ns && r.seed < min_slack_seed))) {
     min_slack_ns = r.slack_ns;
     min_slack_seed = r.seed;
+    min_slack_unsafe = r.error.empty() && !r.safe;
   }
   if (r.failed()) {
     failing.insert(r.seed);
@@ -295,8 +296,15 @@ std::string ExploreSummary::render() const {
                    100.0 * static_cast<double>(failures()) / static_cast<double>(runs), 100.0 * lo,
                    100.0 * hi);
   if (min_slack_ns) {
+    // Every violation has a write margin of at most 0: negative when the stale write arrived after the first
+    // newer write, 0 when at the same instant (the resource took it second, by record order).
+    std::string_view remark;
+    if (*min_slack_ns < 0)
+      remark = "  negative: a line was crossed";
+    else if (*min_slack_ns == 0 && min_slack_unsafe)
+      remark = "  zero: a stale write tied with a newer one and was taken after it: a line was crossed";
     s += fmt::format("  min slack   {} (seed {}){}\n", format_time(Duration{*min_slack_ns}), min_slack_seed,
-                     *min_slack_ns < 0 ? "  negative: a line was crossed" : "");
+                     remark);
   } else {
     s += "  min slack   - (no run had two grants)\n";
   }

@@ -96,6 +96,9 @@ struct ExploreSummary {
   std::uint64_t runs = 0, unsafe = 0, errors = 0;
   std::optional<std::int64_t> min_slack_ns;
   std::uint64_t min_slack_seed = 0;
+  /// Whether the run of min_slack_seed was unsafe: a slack of exactly 0 is then a stale write that arrived
+  /// at the same instant as the first newer one and was taken after it (a line crossed at a tie).
+  bool min_slack_unsafe = false;
   std::set<std::uint64_t> failing;  ///< the smallest failing seeds (at most kKeepFailing)
   std::optional<std::uint64_t> seed_min, seed_max;
   static constexpr std::size_t kKeepFailing = 10;

@@ -594,6 +594,39 @@ TEST(Replay, TheLargestSeedComesBackAndALargerOneIsRefused) {
   EXPECT_THROW(scenario_to_toml(sc), std::invalid_argument);
 }
 
+TEST(ExploreSummary, ASlackOfZeroIsACrossedLineOnlyInAnUnsafeRun) {
+  // A stale write that arrives at the same instant as the first newer write, and is taken after it, is a
+  // violation with a write margin of exactly 0; a safe run can have 0 too (a tie the newer write lost).
+  auto run = [](std::uint64_t seed, bool safe, std::int64_t slack) {
+    RunRecord r;
+    r.scenario = "s";
+    r.protocol = "redis";
+    r.seed = seed;
+    r.safe = safe;
+    r.violations = safe ? 0 : 1;
+    r.slack_ns = slack;
+    return r;
+  };
+  ExploreSummary tie;
+  tie.add(run(7, false, 0));
+  tie.add(run(8, true, 5));
+  EXPECT_TRUE(tie.min_slack_unsafe);
+  EXPECT_NE(tie.render().find("min slack   0s (seed 7)  zero: a stale write tied with a newer one and was "
+                              "taken after it: a line was crossed"),
+            std::string::npos)
+      << tie.render();
+  ExploreSummary safe_tie;
+  safe_tie.add(run(9, true, 0));
+  EXPECT_NE(safe_tie.render().find("min slack   0s (seed 9)\n"), std::string::npos) << safe_tie.render();
+  ExploreSummary crossed;
+  crossed.add(run(3, true, 0));
+  crossed.add(run(4, false, -1'000'000));
+  EXPECT_TRUE(crossed.min_slack_unsafe);  // the min slack's own run, not the safe tie of seed 3
+  EXPECT_NE(crossed.render().find("min slack   -0.001s (seed 4)  negative: a line was crossed"),
+            std::string::npos)
+      << crossed.render();
+}
+
 TEST(RunRecord, JsonRoundTripAndErrors) {
   RunRecord r;
   r.scenario = "s";
