@@ -219,8 +219,8 @@ class World {
   friend class Process;
   /// A queue entry (sim/event_queue.hpp): plain data, 32 bytes. `kind` is an EvKind; `a`: wake/start: the
   /// process, deliver: the message slot, callback: the callback slot; `b`: wake: the wait generation,
-  /// deliver: receiver << 32 | receiver incarnation. `key`: the insertion sequence, or with shuffle_ties a
-  /// seeded random 64-bit key.
+  /// deliver: receiver << 32 (whether the receiver restarted since is in the message's id:
+  /// Process::first_msg). `key`: the insertion sequence, or with shuffle_ties a seeded random 64-bit key.
   enum class EvKind : std::uint32_t { wake, deliver, callback, start };
   using Event = QueuedEvent;
   /// Allocates on 64-byte boundaries: a slab of 96-byte messages then has every slot in exactly two cache
@@ -283,7 +283,7 @@ class World {
   void block(Process& p);       // called inside p's fiber
   void pause_here(Process& p);  // inside p's fiber: p was just paused; stop until it resumes
   /// The process the delivery resumes now, or nullptr.
-  Process* deliver(std::uint32_t slot, std::uint32_t incarnation);
+  Process* deliver(std::uint32_t slot);
   Process* run_to_switch();  // inside a blocking fiber: run events until one resumes a fiber
   struct Fibers;             // the scheduler's suspended context (Boost.Context stays out of this header)
   template <class Fiber>
@@ -345,8 +345,6 @@ class World {
     void operator()(Process* p) const noexcept;
   };
   std::vector<std::unique_ptr<Process, ProcessDelete>> procs_;
-  std::vector<std::uint32_t, LineAligned<std::uint32_t>>
-      incarnations_;  ///< per process, dense: a send reads it without the receiver's Process
   std::vector<const void*, LineAligned<const void*>>
       saved_sp_;                ///< per process, dense: where its suspended fiber saved its registers
   bool deep_prefetch_ = false;  ///< a world too big for the caches: prefetch further ahead (prefetch_next)

@@ -156,6 +156,39 @@ TEST(Crash, MessagesInFlightToTheCrashedIncarnationAreDropped) {
   EXPECT_EQ(drops[0].detail, "receiver crashed");
 }
 
+TEST(Crash, AMessageSentWhileTheReceiverIsDownIsForTheDeadIncarnation) {
+  // The receiver's incarnation is the one it had when the message was sent: a message sent while it is down
+  // (crashed at 5 ms, back at 7 ms) is dropped when it arrives after the restart; one sent after the restart,
+  // in the same instant, is delivered.
+  WorldOptions o;
+  o.network.defaults.delay = DelayDist::constant_of(10ms);
+  World w(o);
+  std::vector<int> got;
+  ProcId p = w.spawn("p", [&](Context& c) {
+    for (;;) {
+      auto m = c.receive(100ms);
+      if (!m) return;
+      got.push_back(*m->as<int>());
+    }
+  });
+  w.spawn("q", [&](Context& c) {
+    c.sleep(6ms);
+    c.send(p, Message::of("n", 1));  // p is down: arrives at 16 ms, to the new incarnation -> dropped
+    c.sleep(1ms);
+    c.send(p, Message::of("n", 2));  // 7 ms, after the restart (planned earlier, so it ran first): delivered
+  });
+  w.add_fault(Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(5ms), .target = p, .duration = 2ms});
+  EXPECT_EQ(w.run().reason, StopReason::done);
+  EXPECT_EQ(got, std::vector<int>{2});
+  auto drops = events_of(w, TraceKind::drop, p);
+  ASSERT_EQ(drops.size(), 1u);
+  EXPECT_EQ(drops[0].time, 16ms);
+  EXPECT_EQ(drops[0].detail, "receiver crashed");
+  auto restarts = events_of(w, TraceKind::restart, p);
+  ASSERT_EQ(restarts.size(), 1u);
+  EXPECT_EQ(restarts[0].time, 7ms);
+}
+
 TEST(Crash, MailboxIsVolatile) {
   World w;
   int received = 0;
