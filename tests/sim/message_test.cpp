@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,22 @@ TEST(MsgType, HoldsUpTo23CharactersAndComparesAsText) {
   EXPECT_EQ(MsgType("").view(), "");
   EXPECT_EQ(MsgType("SET").str(), "SET");
   EXPECT_EQ(fmt::format("[{}] [{:>5}]", MsgType("SET"), MsgType("ab")), "[SET] [   ab]");
+}
+
+TEST(MsgType, ItsBytesAreTheNameThenZerosThenTheSize) {
+  // The trace copies and hashes all 24 bytes: every length, both ways of building (up to 8 characters in a
+  // register, longer by memcpy), and bytes above 0x7f.
+  for (std::size_t n = 0; n <= MsgType::kMax; ++n) {
+    std::string name;
+    for (std::size_t i = 0; i < n; ++i) name.push_back(static_cast<char>(i % 2 ? 0xff - i : 'a' + i));
+    unsigned char want[sizeof(MsgType)] = {};
+    std::memcpy(want, name.data(), n);
+    want[sizeof(MsgType) - 1] = static_cast<unsigned char>(n);
+    const MsgType t(name);
+    EXPECT_EQ(std::memcmp(t.bytes(), want, sizeof want), 0) << "length " << n;
+    EXPECT_EQ(t.view(), name);
+    EXPECT_EQ(t.size(), n);
+  }
 }
 
 TEST(MsgType, ALongerNameThrowsNamingIt) {
