@@ -2,6 +2,7 @@
 // messages to a dead incarnation are dropped; ending a fiber unwinds its stack.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -130,27 +131,39 @@ TEST(Crash, PowerLossBringsBackAnUnsyncedErase) {
   EXPECT_EQ(s.snapshot(), KV{});
 }
 
-TEST(Crash, MessagesInFlightToTheCrashedIncarnationAreDropped) {
-  WorldOptions o;
-  o.network.defaults.delay = DelayDist::constant_of(10ms);
-  World w(o);
+/// A world for messages across a restart: p receives ints until 100 ms of silence, q runs `sender` against it
+/// (every message takes 10 ms), and p crashes at 5 ms and is back at 7 ms.
+struct AcrossARestart {
+  World w{[] {
+    WorldOptions o;
+    o.network.defaults.delay = DelayDist::constant_of(10ms);
+    return o;
+  }()};
   std::vector<int> got;
-  ProcId p = w.spawn("p", [&](Context& c) {
-    for (;;) {
-      auto m = c.receive(100ms);
-      if (!m) return;
-      got.push_back(*m->as<int>());
-    }
-  });
-  w.spawn("q", [&](Context& c) {
+  ProcId p;
+  explicit AcrossARestart(std::function<void(Context&, ProcId)> sender) {
+    p = w.spawn("p", [this](Context& c) {
+      for (;;) {
+        auto m = c.receive(100ms);
+        if (!m) return;
+        got.push_back(*m->as<int>());
+      }
+    });
+    w.spawn("q", [this, sender = std::move(sender)](Context& c) { sender(c, p); });
+    w.add_fault(
+        Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(5ms), .target = p, .duration = 2ms});
+    EXPECT_EQ(w.run().reason, StopReason::done);
+  }
+};
+
+TEST(Crash, MessagesInFlightToTheCrashedIncarnationAreDropped) {
+  AcrossARestart t([](Context& c, ProcId p) {
     c.send(p, Message::of("n", 1));  // arrives at 10 ms: p crashed at 5 ms, restarted at 7 ms -> dropped
     c.sleep(8ms);
     c.send(p, Message::of("n", 2));  // sent to the new incarnation: delivered
   });
-  w.add_fault(Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(5ms), .target = p, .duration = 2ms});
-  EXPECT_EQ(w.run().reason, StopReason::done);
-  EXPECT_EQ(got, std::vector<int>{2});
-  auto drops = events_of(w, TraceKind::drop, p);
+  EXPECT_EQ(t.got, std::vector<int>{2});
+  auto drops = events_of(t.w, TraceKind::drop, t.p);
   ASSERT_EQ(drops.size(), 1u);
   EXPECT_EQ(drops[0].time, 10ms);
   EXPECT_EQ(drops[0].detail, "receiver crashed");
@@ -158,33 +171,20 @@ TEST(Crash, MessagesInFlightToTheCrashedIncarnationAreDropped) {
 
 TEST(Crash, AMessageSentWhileTheReceiverIsDownIsForTheDeadIncarnation) {
   // The receiver's incarnation is the one it had when the message was sent: a message sent while it is down
-  // (crashed at 5 ms, back at 7 ms) is dropped when it arrives after the restart; one sent after the restart,
-  // in the same instant, is delivered.
-  WorldOptions o;
-  o.network.defaults.delay = DelayDist::constant_of(10ms);
-  World w(o);
-  std::vector<int> got;
-  ProcId p = w.spawn("p", [&](Context& c) {
-    for (;;) {
-      auto m = c.receive(100ms);
-      if (!m) return;
-      got.push_back(*m->as<int>());
-    }
-  });
-  w.spawn("q", [&](Context& c) {
+  // is dropped when it arrives after the restart; one sent after the restart, in the same instant, is
+  // delivered.
+  AcrossARestart t([](Context& c, ProcId p) {
     c.sleep(6ms);
     c.send(p, Message::of("n", 1));  // p is down: arrives at 16 ms, to the new incarnation -> dropped
     c.sleep(1ms);
     c.send(p, Message::of("n", 2));  // 7 ms, after the restart (planned earlier, so it ran first): delivered
   });
-  w.add_fault(Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(5ms), .target = p, .duration = 2ms});
-  EXPECT_EQ(w.run().reason, StopReason::done);
-  EXPECT_EQ(got, std::vector<int>{2});
-  auto drops = events_of(w, TraceKind::drop, p);
+  EXPECT_EQ(t.got, std::vector<int>{2});
+  auto drops = events_of(t.w, TraceKind::drop, t.p);
   ASSERT_EQ(drops.size(), 1u);
   EXPECT_EQ(drops[0].time, 16ms);
   EXPECT_EQ(drops[0].detail, "receiver crashed");
-  auto restarts = events_of(w, TraceKind::restart, p);
+  auto restarts = events_of(t.w, TraceKind::restart, t.p);
   ASSERT_EQ(restarts.size(), 1u);
   EXPECT_EQ(restarts[0].time, 7ms);
 }
