@@ -33,19 +33,37 @@ class MsgType {
   /// line in the kernel benchmark's body: +8% instructions per event).
   LOCKSIM_ALWAYS_INLINE MsgType(std::string_view s) {  // NOLINT(google-explicit-constructor): text
     if (s.size() > kMax) throw std::length_error("message type longer than 23 characters: " + std::string(s));
-    // Built in three words and stored whole (one 16-byte and one 8-byte store for a literal): the copies
-    // that follow load it in 16-byte pieces, which byte-wise stores cannot forward: such a load then waits
-    // for the stores to reach the cache, and at 100,000 processes for the stack line to arrive (perf: two
-    // thirds of the churn benchmark's client body, on the two loads after its "set" and "del" types).
-    std::uint64_t w[3] = {0, 0, 0};
+    // Built in three words, in registers, and stored whole: one 16-byte and one 8-byte store. The copies
+    // that follow load it in those pieces, and a load can take its bytes from the store buffer only when one
+    // store wrote them all. Otherwise it waits for the stores to reach the cache, and at 100,000 processes
+    // for older stores' cold lines too (perf: two thirds of the churn benchmark's client body when a literal
+    // was stored byte-wise; 77% of its servers' reply builder when a runtime name went through an array on
+    // the stack, 8-byte stores then a 16-byte load).
     const std::size_t n = s.size();
-    constexpr bool little = std::endian::native == std::endian::little;
-    if (little && n <= 8)
-      w[0] = short_word(s.data(), n);
-    else
-      std::memcpy(w, s.data(), n);
-    w[2] |= little ? std::uint64_t{n} << 56 : std::uint64_t{n};  // size_ is the object's last byte
-    std::memcpy(static_cast<void*>(this), w, sizeof w);
+    const char* p = s.data();
+    std::uint64_t w0 = 0, w1 = 0, w2 = 0;
+    if constexpr (std::endian::native == std::endian::little) {
+      if (n <= 8) {
+        w0 = short_word(p, n);
+      } else if (n <= 16) {
+        w0 = word(p);
+        w1 = short_word(p + 8, n - 8);
+      } else {
+        w0 = word(p);
+        w1 = word(p + 8);
+        w2 = short_word(p + 16, n - 16);
+      }
+      w2 |= std::uint64_t{n} << 56;  // size_ is the object's last byte
+    } else {
+      std::uint64_t w[3] = {0, 0, 0};
+      std::memcpy(w, p, n);
+      w[2] |= std::uint64_t{n};
+      w0 = w[0], w1 = w[1], w2 = w[2];
+    }
+    using Pair = std::uint64_t __attribute__((vector_size(16)));
+    const Pair first = {w0, w1};
+    std::memcpy(static_cast<void*>(this), &first, sizeof first);
+    std::memcpy(reinterpret_cast<char*>(this) + sizeof first, &w2, sizeof w2);
   }
   LOCKSIM_ALWAYS_INLINE MsgType(const char* s)  // NOLINT(google-explicit-constructor)
       : MsgType(std::string_view(s)) {}
@@ -69,8 +87,13 @@ class MsgType {
   friend bool operator==(const MsgType& a, const std::string& b) noexcept { return a.view() == b; }
 
  private:
-  /// The n <= 8 bytes at p as a little-endian word, without a byte-wise store: two overlapping 4-byte loads,
-  /// or for 1 to 3 bytes the first, middle and last.
+  static std::uint64_t word(const char* p) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+  }
+  /// The n <= 8 bytes at p as a little-endian word, reading nothing outside them: two overlapping 4-byte
+  /// loads, or for 1 to 3 bytes the first, middle and last.
   static std::uint64_t short_word(const char* p, std::size_t n) {
     if (n >= 4) {
       std::uint32_t lo = 0, hi = 0;

@@ -98,6 +98,43 @@ TEST(AnyValue, CopiesMovesAndAssignmentsKeepInstancesBalanced) {
   EXPECT_EQ(Counted::live, 0);
 }
 
+/// Plain bodies of sizes that are not whole words, and of the whole buffer: a move of a trivially copyable
+/// body copies whole words (AnyValue::copy_words), which must carry every byte of the value.
+template <std::size_t N>
+struct Bytes {
+  std::array<unsigned char, N> b;
+};
+
+template <std::size_t N>
+void expect_a_move_keeps_every_byte() {
+  Bytes<N> v{};
+  for (std::size_t i = 0; i < N; ++i) v.b[i] = static_cast<unsigned char>(0xa0 + i);
+  AnyValue from(v);
+  AnyValue to(std::move(from));
+  EXPECT_FALSE(from.has_value()) << N;  // NOLINT(bugprone-use-after-move): a move leaves it empty
+  ASSERT_NE(to.get<Bytes<N>>(), nullptr) << N;
+  EXPECT_EQ(to.get<Bytes<N>>()->b, v.b) << N;
+  AnyValue assigned(Small{1, 2});
+  assigned = std::move(to);
+  ASSERT_NE(assigned.get<Bytes<N>>(), nullptr) << N;
+  EXPECT_EQ(assigned.get<Bytes<N>>()->b, v.b) << N;
+}
+
+TEST(AnyValue, AMoveOfAPlainBodyKeepsEveryByteWhateverItsSize) {
+  expect_a_move_keeps_every_byte<1>();
+  expect_a_move_keeps_every_byte<3>();
+  expect_a_move_keeps_every_byte<8>();
+  expect_a_move_keeps_every_byte<12>();
+  expect_a_move_keeps_every_byte<17>();
+  expect_a_move_keeps_every_byte<31>();
+  expect_a_move_keeps_every_byte<32>();
+  AnyValue small(Small{7, 9});
+  AnyValue moved(std::move(small));
+  ASSERT_NE(moved.get<Small>(), nullptr);
+  EXPECT_EQ(moved.get<Small>()->a, 7u);
+  EXPECT_EQ(moved.get<Small>()->b, 9u);
+}
+
 TEST(AnyValue, MessageBodiesSurviveTheNetwork) {
   World w;
   std::vector<std::string> got;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,18 +32,25 @@ TEST(MsgType, HoldsUpTo23CharactersAndComparesAsText) {
 }
 
 TEST(MsgType, ItsBytesAreTheNameThenZerosThenTheSize) {
-  // The trace copies and hashes all 24 bytes: every length, both ways of building (up to 8 characters in a
-  // register, longer by memcpy), and bytes above 0x7f.
+  // The trace copies and hashes all 24 bytes: every length (one, two or three words, the last of them read
+  // in overlapping pieces), and bytes above 0x7f. The name is read from a heap block of exactly its length
+  // (under AddressSanitizer a read past its end fails), and from one followed by 8 bytes of 0xee (a read past
+  // its end shows in the bytes, in every build).
   for (std::size_t n = 0; n <= MsgType::kMax; ++n) {
     std::string name;
     for (std::size_t i = 0; i < n; ++i) name.push_back(static_cast<char>(i % 2 ? 0xff - i : 'a' + i));
     unsigned char want[sizeof(MsgType)] = {};
     std::memcpy(want, name.data(), n);
     want[sizeof(MsgType) - 1] = static_cast<unsigned char>(n);
-    const MsgType t(name);
-    EXPECT_EQ(std::memcmp(t.bytes(), want, sizeof want), 0) << "length " << n;
-    EXPECT_EQ(t.view(), name);
-    EXPECT_EQ(t.size(), n);
+    const auto exact = std::make_unique<char[]>(n);
+    std::memcpy(exact.get(), name.data(), n);
+    std::string padded = name + std::string(8, '\xee');
+    for (const MsgType& t :
+         {MsgType(std::string_view(exact.get(), n)), MsgType(std::string_view(padded.data(), n))}) {
+      EXPECT_EQ(std::memcmp(t.bytes(), want, sizeof want), 0) << "length " << n;
+      EXPECT_EQ(t.view(), name);
+      EXPECT_EQ(t.size(), n);
+    }
   }
 }
 
