@@ -7,7 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
@@ -236,12 +238,92 @@ int run_churn_bench(int argc, char** argv) {
   return 0;
 }
 
+namespace {
+
+int run_scale_size(std::uint64_t c, double fixed_seconds, std::uint64_t messages, std::uint64_t stack_kib,
+                   bool huge_page_stacks, double& cpu_ns_out) {
+  ChurnOptions o;
+  o.clients = static_cast<std::uint32_t>(c);
+  o.stack_size = stack_kib * 1024;
+  o.huge_page_stacks = huge_page_stacks;
+  // A losing client's cycle is 12 ms of messages plus a 50 ms mean sleep: ~20 messages per 62 ms.
+  o.sim_seconds = fixed_seconds > 0
+                      ? fixed_seconds
+                      : std::max(0.5, static_cast<double>(messages) / (static_cast<double>(c) * 320.0));
+  if (!(o.sim_seconds <= kMaxSimSeconds)) {
+    fmt::print(stderr, "scale bench: --messages {} at {} clients is more than {:.0f} simulated seconds\n",
+               messages, c, kMaxSimSeconds);
+    return 2;
+  }
+  o.sim_seconds = static_cast<double>(static_cast<std::int64_t>(o.sim_seconds * 1000)) / 1000;  // ms
+  // The child's CPU ns per message comes back through a pipe, as text: the growth lines need it.
+  int fds[2];
+  if (pipe(fds) != 0) {
+    fmt::print(stderr, "scale bench: pipe failed\n");
+    return 1;
+  }
+  const pid_t child = fork();  // a fresh process per size: VmHWM is a per-process high-water mark
+  if (child < 0) {
+    fmt::print(stderr, "scale bench: fork failed\n");
+    return 1;
+  }
+  if (child == 0) {
+    close(fds[0]);
+    const ChurnResult r = run_churn(o);
+    const double cpu_ns = r.cpu_s * 1e9 / static_cast<double>(r.messages);
+    fmt::print(
+        "clients={} sim_seconds={} acquisitions={} messages={} wall_s={:.3f} cpu_s={:.3f} "
+        "ns_per_msg={:.1f} "
+        "cpu_ns_per_msg={:.1f} peak_rss_mib={:.1f} stack_kib={} huge_page_stacks={:d}\n",
+        o.clients, o.sim_seconds, r.acquisitions, r.messages, r.wall_s, r.cpu_s,
+        r.wall_s * 1e9 / static_cast<double>(r.messages), cpu_ns, peak_rss_mib(),
+        (o.stack_size ? o.stack_size : WorldOptions{}.stack_size) / 1024, o.huge_page_stacks);
+    std::fflush(stdout);
+    const std::string text = fmt::format("{:.17g}", cpu_ns);
+    const bool sent = write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    _exit(sent ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[64];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n > 0)
+      text.append(buf, static_cast<std::size_t>(n));
+    else if (errno != EINTR)
+      break;
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  double cpu_ns = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), cpu_ns);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || ec != std::errc{} ||
+      end != text.data() + text.size()) {
+    fmt::print(stderr, "scale bench: clients={} failed (status {})\n", c, status);
+    return 1;
+  }
+  cpu_ns_out = cpu_ns;
+  return 0;
+}
+
+/// The median of a non-empty list (the mean of the middle two for an even count).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+constexpr std::uint64_t kMaxRounds = 1000;
+
+}  // namespace
+
 int run_scale_bench(int argc, char** argv) {
   std::vector<std::uint64_t> sizes{30, 300, 3'000, 30'000, 100'000};
   double fixed_seconds = 0;            // 0: chosen per size for about `messages` messages
   std::uint64_t messages = 5'000'000;  // target per size when the simulated time is not fixed
   std::uint64_t stack_kib = 0;         // 0: the world's default
   bool huge_page_stacks = false;
+  std::uint64_t rounds = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -271,10 +353,13 @@ int run_scale_bench(int argc, char** argv) {
       ++i;
     } else if (a == "--huge-page-stacks") {
       huge_page_stacks = true;
+    } else if (a == "--rounds" && has_value && parse_u64(argv[i + 1], rounds) && rounds >= 1 &&
+               rounds <= kMaxRounds) {
+      ++i;
     } else if (a == "--help" || a == "-h") {
       fmt::print(
           "usage: {} [--clients C1,C2,...] [--sim-seconds T | --messages N] [--stack-kib K] "
-          "[--huge-page-stacks]\n"
+          "[--huge-page-stacks] [--rounds R]\n"
           "  redlock-churn at each C (default 30,300,3000,30000,100000), each in a child process so that its "
           "peak\n"
           "  RSS is its own. Without --sim-seconds the simulated time is chosen for about N messages per "
@@ -287,55 +372,47 @@ int run_scale_bench(int argc, char** argv) {
           "  this process's CPU time)\n"
           "  --stack-kib K: fiber stacks of K KiB (8-1024; default the world's 64)\n"
           "  --huge-page-stacks: stacks from a transparent-huge-page arena (WorldOptions::huge_page_stacks;\n"
-          "  for big worlds, with a small --stack-kib: every stack is resident in full)\n",
-          argc > 0 ? argv[0] : "scale");
+          "  for big worlds, with a small --stack-kib: every stack is resident in full)\n"
+          "  --rounds R (1-{}): run the whole list R times, a round at a time, so that every size sees the "
+          "machine\n"
+          "  of every moment (on a machine whose speed drifts, only runs taken in turn compare). Then one "
+          "line per\n"
+          "  size after the first: growth clients=C from_clients=C0 cpu_ns_per_msg=X from_cpu_ns_per_msg=X0 "
+          "ratio=X/X0\n"
+          "  rounds=R, each figure the median of its R runs (issue 8's goal: at most 2 from 30 to "
+          "100000)\n",
+          argc > 0 ? argv[0] : "scale", kMaxRounds);
       return 0;
+    } else if (a == "--rounds") {
+      fmt::print(stderr, "scale bench: --rounds takes a whole number from 1 to {}, not '{}'\n", kMaxRounds,
+                 has_value ? argv[i + 1] : "");
+      return 2;
     } else {
       fmt::print(stderr, "scale bench: bad argument '{}' (try --help)\n", a);
       return 2;
     }
   }
   std::fflush(stdout);
-  for (std::uint64_t c : sizes) {
-    ChurnOptions o;
-    o.clients = static_cast<std::uint32_t>(c);
-    o.stack_size = stack_kib * 1024;
-    o.huge_page_stacks = huge_page_stacks;
-    // A losing client's cycle is 12 ms of messages plus a 50 ms mean sleep: ~20 messages per 62 ms.
-    o.sim_seconds = fixed_seconds > 0
-                        ? fixed_seconds
-                        : std::max(0.5, static_cast<double>(messages) / (static_cast<double>(c) * 320.0));
-    if (!(o.sim_seconds <= kMaxSimSeconds)) {
-      fmt::print(stderr, "scale bench: --messages {} at {} clients is more than {:.0f} simulated seconds\n",
-                 messages, c, kMaxSimSeconds);
-      return 2;
-    }
-    o.sim_seconds = static_cast<double>(static_cast<std::int64_t>(o.sim_seconds * 1000)) / 1000;  // ms
-    const pid_t child = fork();  // a fresh process per size: VmHWM is a per-process high-water mark
-    if (child < 0) {
-      fmt::print(stderr, "scale bench: fork failed\n");
-      return 1;
-    }
-    if (child == 0) {
-      const ChurnResult r = run_churn(o);
-      fmt::print(
-          "clients={} sim_seconds={} acquisitions={} messages={} wall_s={:.3f} cpu_s={:.3f} "
-          "ns_per_msg={:.1f} "
-          "cpu_ns_per_msg={:.1f} peak_rss_mib={:.1f} stack_kib={} huge_page_stacks={:d}\n",
-          o.clients, o.sim_seconds, r.acquisitions, r.messages, r.wall_s, r.cpu_s,
-          r.wall_s * 1e9 / static_cast<double>(r.messages), r.cpu_s * 1e9 / static_cast<double>(r.messages),
-          peak_rss_mib(), (o.stack_size ? o.stack_size : WorldOptions{}.stack_size) / 1024,
-          o.huge_page_stacks);
-      std::fflush(stdout);
-      _exit(0);
-    }
-    int status = 0;
-    waitpid(child, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fmt::print(stderr, "scale bench: clients={} failed (status {})\n", c, status);
-      return 1;
+  // per_size[k]: the CPU ns per message of size k's runs, one per round.
+  std::vector<std::vector<double>> per_size(sizes.size());
+  for (std::uint64_t round = 0; round < rounds; ++round) {
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      double cpu_ns = 0;
+      if (const int rc =
+              run_scale_size(sizes[k], fixed_seconds, messages, stack_kib, huge_page_stacks, cpu_ns))
+        return rc;
+      per_size[k].push_back(cpu_ns);
     }
   }
+  for (std::size_t k = 1; k < sizes.size(); ++k) {
+    const double from = median(per_size[0]);
+    const double to = median(per_size[k]);
+    fmt::print(
+        "growth clients={} from_clients={} cpu_ns_per_msg={:.1f} from_cpu_ns_per_msg={:.1f} ratio={:.2f} "
+        "rounds={}\n",
+        sizes[k], sizes[0], to, from, to / from, rounds);
+  }
+  std::fflush(stdout);
   return 0;
 }
 

@@ -47,6 +47,9 @@ if "$bin" bench churn --help >/dev/null 2>&1; then
   expect --sim-seconds bench churn --sim-seconds nan
   expect --sim-seconds bench scale --clients 30 --sim-seconds 1e10
   expect --messages bench scale --clients 30 --messages 18446744073709551615
+  expect --rounds bench scale --clients 30 --rounds 0
+  expect --rounds bench scale --clients 30 --rounds 99999999999999999999
+  expect --rounds bench scale --clients 30 --rounds
 fi
 # A leading zero is decimal, not octal: 010 seeds are ten runs.
 runs=$(timeout 60 "$bin" explore no-faults -p lease --seeds 010 --no-progress --no-shrink 2>&1 |
