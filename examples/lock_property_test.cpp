@@ -2,7 +2,7 @@
 // the resource safe". rapidcheck generates plans (locksim/rapidcheck.hpp), runs each in a deterministic
 // world, and on a counterexample shrinks it and fails with the command that replays it, e.g.
 //
-//   lease is unsafe under this plan (1 stale write(s) accepted):
+//   lease is unsafe under this plan (1 stale-write-accepted):
 //   pause client1 for 10.1s after client1 logs 'lease-check'
 //   replay it with: locksim replay /tmp/replay-kleppmann-gc-pause-lease-1a2b3c4d5e6f7a8b.toml
 //

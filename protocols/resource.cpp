@@ -18,7 +18,7 @@ ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opt
   History* h = &history;
   return world.spawn(
       name,
-      [w, h, opts](Context& ctx) {
+      [w, h, opts, name](Context& ctx) {
         std::map<std::string, std::string> values;
         std::map<std::string, std::uint64_t> highest;
         // "split-fence": a write checked against the fence lands (value and fence) kSplitDelay later, while
@@ -29,10 +29,25 @@ ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opt
           WriteRequest wq;
         };
         std::vector<Landing> landing;  // in arrival order; all have the same delay, so due times are ordered
+        // Every delivered copy and every landing goes into the store's own log, in processing order.
+        auto log = [&](ResourceEntry::Op op, const std::string& key, std::uint64_t request,
+                       const std::optional<std::uint64_t>& token, bool accepted, bool applied,
+                       std::string value, std::string reason) {
+          h->log(ResourceEntry{.op = op,
+                               .time = w->now(),
+                               .resource = name,
+                               .key = key,
+                               .request = request,
+                               .token = token,
+                               .accepted = accepted,
+                               .applied = applied,
+                               .value = std::move(value),
+                               .reason = std::move(reason)});
+        };
         auto land = [&](const Landing& l) {
           values[l.wq.key] = l.wq.value;
           highest[l.wq.key] = std::max(highest[l.wq.key], *l.wq.token);
-          if (l.wq.write_id < h->writes.size()) h->writes[l.wq.write_id].arrived = w->now();
+          log(ResourceEntry::Op::land, l.wq.key, l.wq.write_id, l.wq.token, true, true, l.wq.value, {});
         };
         for (;;) {
           while (!landing.empty() && landing.front().at <= ctx.now()) {
@@ -65,6 +80,8 @@ ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opt
             rep.rejected = !f.accepted;
             rep.reason = f.reason;
             if (auto it = values.find(rq->key); !rep.rejected && it != values.end()) rep.value = it->second;
+            log(ResourceEntry::Op::read, rq->key, rq->read_id, rq->token, !rep.rejected, false,
+                rep.value.value_or(""), rep.reason);
             ctx.reply(*m, Message::of(rep.rejected ? "read-rejected" : "read-ok", rep,
                                       rep.rejected ? rep.reason
                                       : rep.value  ? *rep.value
@@ -77,26 +94,10 @@ ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opt
           const bool split =
               opts.variant == "split-fence" && opts.mode == ResourceMode::fenced && rep.accepted;
           if (split) landing.push_back(Landing{ctx.now() + kSplitDelay, *wq});
-          if (rep.accepted && !split) values[wq->key] = wq->value;
-          if (wq->write_id < h->writes.size()) {
-            auto& rec = h->writes[wq->write_id];
-            rec.arrived = w->now();
-            rec.accepted = rep.accepted;
-            rec.reject_reason = rep.reason;
-          }
-          if (rep.accepted) {
-            // Counter workload: the final value per key, when it is an integer.
-            std::int64_t v = 0;
-            bool numeric = !wq->value.empty();
-            for (char c : wq->value) {
-              if (c < '0' || c > '9') {
-                numeric = false;
-                break;
-              }
-              v = v * 10 + (c - '0');
-            }
-            if (numeric) h->final_counters[wq->key] = v;
-          }
+          const bool applied = rep.accepted && !split;
+          if (applied) values[wq->key] = wq->value;
+          log(ResourceEntry::Op::write, wq->key, wq->write_id, wq->token, rep.accepted, applied, wq->value,
+              rep.reason);
           ctx.reply(*m, Message::of(rep.accepted ? "accepted" : "rejected", rep, rep.reason));
         }
       },

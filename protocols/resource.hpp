@@ -2,7 +2,8 @@
 /// The protected resource: a store process that keeps, per key, a value and the highest token it has
 /// accepted. `unfenced` accepts every write; `fenced` accepts a write iff its token >= the highest accepted
 /// so far (the check and the write are one atomic step). It answers every write accepted/rejected and records
-/// the judgement in the history (ground truth).
+/// every delivered copy of every request, with its judgement, in its own append-only log
+/// (History::resource_log, ground truth), in the order it processed them.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,6 +45,7 @@ struct WriteReply {
 struct ReadRequest {
   std::string key;
   std::optional<std::uint64_t> token;
+  std::uint64_t read_id = kNoId;  ///< indexes History::reads: recorded, never decided on
 };
 struct ReadReply {
   std::optional<std::string> value;

@@ -18,6 +18,30 @@ namespace locksim {
 
 namespace {
 
+/// The words the picture puts on an anomaly: a tag for it and a label for each of its two writes.
+struct AnomalyLabels {
+  std::string title, earlier, later;
+};
+AnomalyLabels anomaly_labels(const Violation& v) {
+  auto who = [](std::uint64_t epoch, const std::string& client) {
+    return fmt::format("epoch {} ({})", epoch, client);
+  };
+  const std::string a = who(v.earlier.epoch, v.earlier.client), b = who(v.later.epoch, v.later.client);
+  auto token = [](const std::optional<std::uint64_t>& t) { return t ? fmt::format("{}", *t) : "none"; };
+  if (v.kind == kLostUpdate)
+    return {fmt::format("lost update: {}'s acknowledged write overwritten by {}", a, b), "lost: " + a + " ✓",
+            "overwrote it: " + b + " ✓"};
+  if (v.kind == kFreshWriteRejected)
+    return {fmt::format("fresh write rejected: {}, the newest holder, refused", b), "fence set by " + a,
+            "refused: " + b + " ✗"};
+  if (v.kind == kTokenRegression)
+    return {fmt::format("token regression: {} got token {} after {} got token {}",
+                        who(v.grant_later.epoch, v.grant_later.client), token(v.grant_later.token),
+                        who(v.grant_earlier.epoch, v.grant_earlier.client), token(v.grant_earlier.token)),
+            "", ""};
+  return {fmt::format("stale write accepted: {} after {}", b, a), a + " ✓", "stale: " + b + " ✓"};
+}
+
 using nlohmann::json;
 
 std::string esc(std::string_view s) {
@@ -322,14 +346,20 @@ json build_model(const RunOutput& run, const Scenario& sc) {
   }
 
   json viol = json::array();
-  for (const Violation& v : c.violations)
+  for (const Violation& v : c.violations) {
+    const AnomalyLabels t = anomaly_labels(v);
     viol.push_back({{"key", v.key},
-                    {"earlier", v.earlier.write},
-                    {"later", v.later.write},
+                    {"kind", v.kind},
+                    {"earlier", v.earlier.valid() ? json(v.earlier.write) : json(nullptr)},
+                    {"later", v.later.valid() ? json(v.later.write) : json(nullptr)},
                     {"earlier_epoch", v.earlier.epoch},
                     {"later_epoch", v.later.epoch},
                     {"earlier_client", v.earlier.client},
-                    {"later_client", v.later.client}});
+                    {"later_client", v.later.client},
+                    {"title", t.title},
+                    {"label_earlier", t.earlier},
+                    {"label_later", t.later}});
+  }
 
   json m;
   m["scenario"] = sc.name;
@@ -557,17 +587,17 @@ function render(scrollTo){var started=performance.now();
  var B=layers.bars,A=layers.arrows,Mk=layers.marks,Wr=layers.writes,Lb=layers.labels,k,x0,x1,yy,r;
  // violations first: their labels win every collision
  for(k=0;k<violG.length;k++){var vg=violG[k];clear(vg);var v=M.violations[Number(vg.getAttribute('data-index'))];
-  var wa=findWrite(v.earlier),wb=findWrite(v.later);if(!wa||!wb)continue;
+  var wa=v.earlier===null?null:findWrite(v.earlier),wb=v.later===null?null:findWrite(v.later);if(!wa||!wb)continue;
   var xa=xof(T(wa.e1)),xb=xof(T(wb.e1)),ys=laneY[wb.to];
   el('line',{x1:xb,x2:xb,y1:28,y2:BOT,'class':'violation-line'},vg);
   el('circle',{cx:xa,cy:ys,r:14,'class':'violation-ring'},vg);el('circle',{cx:xb,cy:ys,r:14,'class':'violation-ring'},vg);
-  var txt='⚠ stale write accepted: epoch '+v.later_epoch+' ('+v.later_client+') after epoch '+v.earlier_epoch+' ('+v.earlier_client+')';
+  var txt='⚠ '+v.title;
   var tw=txt.length*6.6+16,tx=Math.max(PAD,Math.min(xb-tw/2,W-tw-4));
   el('rect',{x:tx,y:6,width:tw,height:22,rx:4,'class':'violation-tag'},vg);
   el('text',{x:tx+8,y:21.5,'class':'violation-text'},vg,txt);place(tx,6,tw,22);
   place(xa-16,ys-16,32,32);place(xb-16,ys-16,32,32);
-  label(layers.labels,xa,ys+30,'epoch '+v.earlier_epoch+' ('+v.earlier_client+') ✓','wlabel ok','middle',true);
-  label(layers.labels,xb,ys-22,'stale: epoch '+v.later_epoch+' ('+v.later_client+') ✓','wlabel bad','middle',true);}
+  label(layers.labels,xa,ys+30,v.label_earlier,'wlabel ok','middle',true);
+  label(layers.labels,xb,ys-22,v.label_later,'wlabel bad','middle',true);}
  // pauses
  for(k=0;k<M.pauses.length;k++){var p=M.pauses[k];x0=xof(T(p[1]));x1=xof(T(p[2]));yy=laneY[p[0]];if(!vis(x0,x1))continue;
   el('rect',{x:x0,y:yy-8,width:Math.max(2,x1-x0),height:16,rx:2,'class':'pause'},B);
@@ -733,21 +763,20 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
        "<g id=\"layer-writes\"></g><g id=\"layer-marks\"></g><g id=\"layer-viol\">\n";
   for (std::size_t i = 0; i < run.check.violations.size(); ++i) {
     const Violation& v = run.check.violations[i];
+    auto id = [](const WriteRef& w) { return w.valid() ? fmt::format("{}", w.write) : std::string("-"); };
     o += fmt::format(
-        "<g class=\"violation\" data-index=\"{}\" data-key=\"{}\" data-writes=\"{} {}\"><title>stale write "
-        "accepted "
-        "on {}: write #{} (epoch {}, {}) after write #{} (epoch {}, {})</title></g>\n",
-        i, esc(v.key), v.earlier.write, v.later.write, esc(v.key), v.later.write, v.later.epoch,
-        esc(v.later.client), v.earlier.write, v.earlier.epoch, esc(v.earlier.client));
+        "<g class=\"violation\" data-index=\"{}\" data-kind=\"{}\" data-key=\"{}\" data-writes=\"{} {}\">"
+        "<title>{} on {}</title></g>\n",
+        i, esc(v.kind), esc(v.key), id(v.earlier), id(v.later), esc(anomaly_labels(v).title), esc(v.key));
   }
   o += "</g><g id=\"layer-labels\"></g>\n</svg></div></div>\n";
 
   // Story and legend.
   o += "<div class=\"panels\"><section class=\"story\">";
   if (safe) {
-    o += "<div class=\"verdict-ok\"><h2>What happened</h2><p>No stale write was accepted: every accepted "
-         "write on the "
-         "store followed the order in which the service granted the lock.</p></div>";
+    o += "<div class=\"verdict-ok\"><h2>What happened</h2><p>No anomaly: every write the store took followed "
+         "the order in which the service granted the lock, no acknowledged update was lost, tokens grew with "
+         "every grant and the newest holder's writes were taken.</p></div>";
   } else {
     o += "<div class=\"verdict-bad\"><h2>What happened</h2>";
     const std::string st = story(run);

@@ -23,10 +23,21 @@ ordered_json write_json(const RunOutput& run, const WriteRef& w) {
   j["client"] = rec.client;
   j["epoch"] = w.epoch;
   j["token"] = opt_token(rec.token);
-  j["time_ns"] = opt_time(rec.arrived);
+  j["time_ns"] = opt_time(w.arrived);
   j["sent_ns"] = rec.sent.count();
-  j["accepted"] = rec.accepted;
+  j["accepted"] = w.accepted;
   j["value"] = rec.value;
+  j["log_seq"] = w.seq;
+  return j;
+}
+
+ordered_json grant_json(const GrantRef& g) {
+  ordered_json j;
+  j["grant"] = g.grant;
+  j["client"] = g.client;
+  j["epoch"] = g.epoch;
+  j["token"] = opt_token(g.token);
+  j["time_ns"] = g.ordered_at.count();
   return j;
 }
 
@@ -70,10 +81,25 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     ordered_json jv;
     jv["kind"] = v.kind;
     jv["key"] = v.key;
-    jv["writes"] = ordered_json::array({write_json(run, v.earlier), write_json(run, v.later)});
+    jv["time_ns"] = v.time.count();
+    ordered_json ws = ordered_json::array();
+    if (v.earlier.valid()) ws.push_back(write_json(run, v.earlier));
+    if (v.later.valid()) ws.push_back(write_json(run, v.later));
+    jv["writes"] = ws;
+    if (v.grant_earlier.valid())
+      jv["grants"] = ordered_json::array({grant_json(v.grant_earlier), grant_json(v.grant_later)});
+    if (!v.reason.empty()) jv["reason"] = v.reason;
+    jv["story"] = anomaly_story(run, v);
     vs.push_back(jv);
   }
   j["violations"] = vs;
+  ordered_json kinds = ordered_json::object();
+  for (const char* k : {kStaleWriteAccepted, kLostUpdate, kTokenRegression, kFreshWriteRejected})
+    kinds[k] = run.check.count(k);
+  for (const auto& [k, n] : run.check.anomaly_counts)
+    if (!kinds.contains(k)) kinds[k] = n;
+  j["anomalies"] = kinds;
+  j["inconclusive"] = run.inconclusive();
   j["story"] = story(run);
   j["trace_hash"] = fmt::format("{:016x}", run.trace_hash);
   j["events"] = run.events;
@@ -106,6 +132,10 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     jg["believed_valid_until_ns"] = opt_time(g.believed_valid_until);
     jg["belief_end_ns"] = opt_time(g.belief_end);
     jg["end_reason"] = g.end_reason;
+    const bool has = g.id < run.check.backed.size();
+    jg["backed"] = has && run.check.backed[g.id];
+    jg["backing_records"] = has ? run.check.backing_records[g.id] : 0;
+    jg["ordered_at_ns"] = has ? run.check.service_grant_time[g.id].count() : g.granted.count();
     grants.push_back(jg);
   }
   j["grants"] = grants;
@@ -119,6 +149,7 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     jw["arrived_ns"] = opt_time(w.arrived);
     jw["accepted"] = w.accepted;
     jw["reject_reason"] = w.reject_reason;
+    jw["copies"] = w.copies;
     writes.push_back(jw);
   }
   j["writes"] = writes;
@@ -153,6 +184,9 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   stats["writes_rejected"] = run.history.writes.size() - accepted;
   stats["service_sets"] = run.history.service_sets.size();
   stats["unbacked_grants"] = run.check.unbacked_grants;
+  stats["undeclared_service_records"] = run.check.undeclared_records;
+  stats["service_quorum"] = run.history.service_quorum;
+  stats["resource_log_entries"] = run.history.resource_log.size();
   stats["processes"] = run.process_names.size();
   j["statistics"] = stats;
   // The full trace, when the run kept it: every kernel event with true time and the process's own clocks.

@@ -13,8 +13,12 @@ struct TextStyle {
   int width = 0;       ///< columns the terminal timeline may use (0: 100); the CLI passes $COLUMNS
 };
 
-/// The plain-English story of every violation (empty when safe).
+/// The plain-English story of every anomaly (empty when safe), one paragraph each.
 std::string story(const RunOutput& run);
+/// The story of one anomaly of `run`.
+std::string anomaly_story(const RunOutput& run, const Violation& v);
+/// "1 lost-update, 2 stale-write-accepted": the anomalies by kind (empty when none).
+std::string anomaly_summary(const CheckResult& c);
 /// Full text report: header, timeline of the events that matter, the story, verdict and figures.
 std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle style = {});
 /// The terminal timeline: one lane per process over true time (clients, lock servers, store), a time axis

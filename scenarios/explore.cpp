@@ -38,8 +38,9 @@ std::string RunRecord::to_json() const {
   j["scenario"] = scenario;
   j["protocol"] = protocol;
   j["mode"] = mode;
-  j["verdict"] = error.empty() ? (safe ? "safe" : "unsafe") : "error";
+  j["verdict"] = !error.empty() ? "error" : !safe ? "unsafe" : inconclusive ? "inconclusive" : "safe";
   j["violations"] = violations;
+  if (!anomalies.empty()) j["anomalies"] = anomalies;
   j["overlaps"] = overlaps;
   j["slack_ns"] = slack_ns ? ojson(*slack_ns) : ojson(nullptr);
   j["trace_hash"] = hash_text(trace_hash);
@@ -71,9 +72,11 @@ RunRecord RunRecord::from_json(std::string_view line) {
     r.protocol = need("protocol").get<std::string>();
     r.mode = need("mode").get<std::string>();
     const std::string v = need("verdict").get<std::string>();
-    if (v != "safe" && v != "unsafe" && v != "error")
-      throw std::invalid_argument("verdict must be safe/unsafe/error");
-    r.safe = v == "safe";
+    if (v != "safe" && v != "unsafe" && v != "inconclusive" && v != "error")
+      throw std::invalid_argument("verdict must be safe/unsafe/inconclusive/error");
+    r.safe = v == "safe" || v == "inconclusive";
+    r.inconclusive = v == "inconclusive";
+    if (j.contains("anomalies")) r.anomalies = j.at("anomalies").get<std::map<std::string, std::uint32_t>>();
     if (v == "error") r.error = j.value("error", std::string("error"));
     r.violations = need("violations").get<std::uint32_t>();
     r.overlaps = j.value("overlaps", 0u);
@@ -112,7 +115,9 @@ RunRecord explore_one(const Scenario& sc, const NemesisTargets& targets, std::ui
   try {
     const RunOutput r = run_scenario(apply_plan(sc, plan, opts.keep_scripted), opts.protocol, ro);
     rec.safe = r.check.safe;
+    rec.inconclusive = r.inconclusive();
     rec.violations = static_cast<std::uint32_t>(r.check.violations.size());
+    rec.anomalies = r.check.anomaly_counts;
     rec.overlaps = static_cast<std::uint32_t>(r.check.overlaps.size());
     if (r.check.slack) rec.slack_ns = r.check.slack->count();
     rec.trace_hash = r.trace_hash;
@@ -270,6 +275,9 @@ void ExploreSummary::add(const RunRecord& r) {
     ++errors;
   else if (!r.safe)
     ++unsafe;
+  else if (r.inconclusive)
+    ++inconclusive;
+  for (const auto& [kind, n] : r.anomalies) anomalies[kind] += n;
   if (r.slack_ns && (!min_slack_ns || *r.slack_ns < *min_slack_ns ||
                      (*r.slack_ns == *min_slack_ns && r.seed < min_slack_seed))) {
     min_slack_ns = r.slack_ns;
@@ -292,6 +300,13 @@ std::string ExploreSummary::render() const {
   s += fmt::format("  runs        {}  (seeds {}..{})\n", runs, *seed_min, *seed_max);
   s += fmt::format("  violations  {} unsafe run(s){}\n", unsafe,
                    errors ? fmt::format(", {} run(s) threw", errors) : "");
+  if (!anomalies.empty()) {
+    std::vector<std::string> kinds;
+    for (const auto& [kind, n] : anomalies) kinds.push_back(fmt::format("{} {}", n, kind));
+    s += fmt::format("  anomalies   {}\n", fmt::join(kinds, ", "));
+  }
+  if (inconclusive)
+    s += fmt::format("  inconclusive {} run(s) stopped at a limit with no anomaly (no verdict)\n", inconclusive);
   s += fmt::format("  rate        {:.3f}%  (95% Wilson interval {:.3f}%–{:.3f}%)\n",
                    100.0 * static_cast<double>(failures()) / static_cast<double>(runs), 100.0 * lo,
                    100.0 * hi);

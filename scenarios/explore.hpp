@@ -9,6 +9,7 @@
 /// the seed only and lines are written in seed order.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,7 +29,10 @@ struct RunRecord {
   bool safe = true;
   std::string
       error;  ///< non-empty: the run threw (a bug in a protocol or the simulator); counts as a failure
-  std::uint32_t violations = 0;
+  /// No anomaly, but the run stopped at a limit with its history cut short: neither safe nor unsafe.
+  bool inconclusive = false;
+  std::uint32_t violations = 0;  ///< anomalies of every kind
+  std::map<std::string, std::uint32_t> anomalies;  ///< by kind (kinds with none absent)
   std::uint32_t overlaps = 0;
   std::optional<std::int64_t> slack_ns;  ///< CheckResult::slack
   std::uint64_t trace_hash = 0;
@@ -94,6 +98,8 @@ std::pair<double, double> wilson_interval(std::uint64_t k, std::uint64_t n, doub
 struct ExploreSummary {
   std::string scenario, protocol, mode;
   std::uint64_t runs = 0, unsafe = 0, errors = 0;
+  std::uint64_t inconclusive = 0;  ///< runs with no anomaly that stopped at a limit (not counted safe)
+  std::map<std::string, std::uint64_t> anomalies;  ///< anomalies by kind over every run
   std::optional<std::int64_t> min_slack_ns;
   std::uint64_t min_slack_seed = 0;
   /// Whether the run of min_slack_seed was unsafe: a slack of exactly 0 is then a stale write that arrived

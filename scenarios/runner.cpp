@@ -132,7 +132,10 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
     out.faults.push_back(f);
   }
 
+  history.tokens_fence = protocol->fenced();
+  for (ProcId p : service.servers) history.service_nodes.push_back(world.name(p));
   out.run = world.run();
+  history.summarize();
   out.check = check(history);
   out.trace_hash = world.trace().hash();
   out.events = world.trace().count();

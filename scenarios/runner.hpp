@@ -37,7 +37,11 @@ struct RunOutput {
   std::vector<std::string> clients;
   std::string resource;
   std::vector<Fault> faults;  ///< the fault plan as resolved
+  /// Unsafe when any anomaly was recorded, wherever the run stopped; safe needs a run that finished.
   Verdict verdict() const { return check.safe ? Verdict::safe : Verdict::unsafe; }
+  /// No anomaly, but the run stopped at a limit (events, simulated time, mailbox) with its history cut short:
+  /// no verdict.
+  bool inconclusive() const { return check.safe && run.limit_hit(); }
   const std::string& name_of(ProcId p) const;
 };
 

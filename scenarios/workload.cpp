@@ -64,8 +64,16 @@ Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
       bool lost = false;
       for (std::uint32_t i = 0; i < spec.writes_per_hold && !lost; ++i) {
         std::optional<std::int64_t> read_value;
+        std::uint64_t read_id = kNoId;
         if (spec.read_modify_write) {
-          const ReadRequest rq{env.resource_key, fenced ? grant->token : std::nullopt};
+          ReadRecord rr;
+          rr.client = ctx.name();
+          rr.grant = gid;
+          rr.key = env.resource_key;
+          rr.token = fenced ? grant->token : std::nullopt;
+          rr.sent = w.now();
+          read_id = h.add_read(rr);
+          const ReadRequest rq{env.resource_key, rr.token, read_id};
           auto rep = ctx.call(env.resource, Message::of(kReadType, rq), 5s);
           std::int64_t v = 0;
           if (!rep) {
@@ -78,6 +86,10 @@ Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
             h.end_belief(gid, w.now(), "fenced out");
             lost = true;
             break;
+          }
+          if (r) {
+            h.reads[read_id].answered = true;
+            h.reads[read_id].observed = r->value.value_or("");
           }
           if (r && r->value) v = std::stoll(*r->value);
           read_value = v;
@@ -116,9 +128,12 @@ Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
         wr.sent = w.now();
         wr.checked = checked;
         wr.read_modify_write = spec.read_modify_write;
+        wr.read = read_id;
         wr.read_value = read_value;
         const std::uint64_t wid = h.add_write(wr);
         ctx.note("write", fmt::format("value={} token={}", wr.value, token_text(wr.token)));
+        // A pause the note triggered has happened by now: the write leaves the client after it.
+        h.writes[wid].sent = w.now();
         auto rep = ctx.call(env.resource,
                             Message::of(kWriteType, WriteRequest{env.resource_key, wr.value, wr.token, wid},
                                         fmt::format("token={}", token_text(wr.token))),
@@ -133,9 +148,11 @@ Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
       }
       if (!lost) {
         if (spec.release) {
+          // The client stops acting as holder when it decides to release, before the unlock goes out: the
+          // service may grant the lock to the next client as soon as the unlock arrives.
+          h.end_belief(gid, w.now(), "released");
           client->release(ctx, *grant);
           ctx.note("released");
-          h.end_belief(gid, w.now(), "released");
         }  // without a release the belief lasts until the client's own validity runs out
       }
       guard.grant.reset();

@@ -156,16 +156,20 @@ inline rc::Gen<FaultPlan> fault_plan(const NemesisTargets& targets, const Scenar
 }
 
 /// Runs `plan` on `base` with `protocol` and `seed` (at most Scenario::kMaxSeed, 2^63 - 1: the replay file
-/// holds it as a TOML integer). Nothing when safe; otherwise writes a replay file (to $LOCKSIM_REPLAY_DIR,
-/// else the temporary directory) and returns a message ending in `locksim replay FILE`.
+/// holds it as a TOML integer). Nothing when no anomaly was recorded (then `*inconclusive`, if given, says
+/// whether the run stopped at a limit and so proved nothing); otherwise writes a replay file (to
+/// $LOCKSIM_REPLAY_DIR, else the temporary directory) and returns a message ending in `locksim replay FILE`.
+/// A recorded anomaly is a failure wherever the run stopped.
 inline std::optional<std::string> find_violation(const Scenario& base, const std::string& protocol,
-                                                 const FaultPlan& plan, std::uint64_t seed) {
+                                                 const FaultPlan& plan, std::uint64_t seed,
+                                                 bool* inconclusive = nullptr) {
   Scenario sc = apply_plan(base, plan);
   sc.seed = seed;
   RunOptions ro;
   ro.seed = seed;
   ro.keep_trace = false;
   const RunOutput r = run_scenario(sc, protocol, ro);
+  if (inconclusive) *inconclusive = r.inconclusive();
   if (r.check.safe) return std::nullopt;
   const char* env = std::getenv("LOCKSIM_REPLAY_DIR");
   const std::filesystem::path dir =
@@ -177,14 +181,20 @@ inline std::optional<std::string> find_violation(const Scenario& base, const std
     if (c == '/' || c == ' ') c = '_';
   const std::string path = (dir / ("replay-" + name + ".toml")).string();
   write_text_file(path, scenario_to_toml(sc, &info));
-  return protocol + " is unsafe under this plan (" + std::to_string(r.check.violations.size()) +
-         " stale write(s) accepted):\n" + describe(plan) + "replay it with: locksim replay " + path;
+  std::string kinds;
+  for (const auto& [kind, n] : r.check.anomaly_counts)
+    kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+  return protocol + " is unsafe under this plan (" + kinds + "):\n" + describe(plan) +
+         "replay it with: locksim replay " + path;
 }
 
-/// The property's assertion: RC_FAIL with the replay command when the run is unsafe.
+/// The property's assertion: RC_FAIL with the replay command when the run is unsafe; a run that stopped at a
+/// limit with no anomaly proves nothing and is discarded (RC_DISCARD), so it never counts as a pass.
 inline void check_safe(const Scenario& base, const std::string& protocol, const FaultPlan& plan,
                        std::uint64_t seed) {
-  if (auto why = find_violation(base, protocol, plan, seed)) RC_FAIL(*why);
+  bool inconclusive = false;
+  if (auto why = find_violation(base, protocol, plan, seed, &inconclusive)) RC_FAIL(*why);
+  RC_PRE(!inconclusive);
 }
 
 }  // namespace locksim::rcgen

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace locksim {
@@ -166,16 +167,17 @@ class LeaseProtocol final : public Protocol {
 
   ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) override {
     history.service_quorum = 1;  // only committed decisions are recorded, once each
-    auto recorded = std::make_shared<std::set<std::pair<std::string, std::uint64_t>>>();
+    auto recorded = std::make_shared<std::set<std::tuple<std::string, std::string, std::uint64_t, std::uint64_t>>>();
     auto obs = std::make_shared<Observer>();
     World* w = &world;
     History* h = &history;
-    // A holder decision is recorded by the leader that applies it; a later leader re-applying the same
-    // committed entry (after a crash or a failover) names the same (lock, revision) and is not a new
-    // decision.
+    // A holder decision is recorded by the leader that applies it. The same member re-applying the same
+    // entry after a restart makes the same claim again and is recorded once; another member's claim is its
+    // own record, even for the same (lock, revision): if two leaders' logs diverged at one index, merging
+    // their claims would hide a second holder.
     obs->on_holder = [w, h, recorded](const std::string& node, const std::string& lock, std::uint64_t lease,
                                       std::uint64_t rev) {
-      if (!recorded->insert({lock, rev}).second) return;
+      if (!recorded->insert({node, lock, lease, rev}).second) return;
       h->service_set(w->now(), node, lock, std::to_string(lease));
     };
     ServiceInfo info;

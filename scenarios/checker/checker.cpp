@@ -18,33 +18,26 @@ Time belief_end_of(const GrantRecord& g) {
   return std::min(g.belief_end, g.believed_valid_until);
 }
 
-bool is_accepted(const WriteRecord& w) {
-  return w.accepted && w.arrived != kTimeMax;
-}
-
-/// Orders write indices by (arrival, write id).
-struct ByArrival {
-  const std::vector<WriteRecord>* writes;
-  bool operator()(std::size_t a, std::size_t b) const {
-    const auto& wa = (*writes)[a];
-    const auto& wb = (*writes)[b];
-    return std::tie(wa.arrived, wa.id) < std::tie(wb.arrived, wb.id);
-  }
-};
-
-/// Assigns service grant times, backed flags and epochs.
+/// Assigns service grant times, backing and epochs.
 void assign_epochs(const History& h, CheckResult& r) {
   const std::size_t n = h.grants.size();
   r.service_grant_time.assign(n, Time{});
   r.backed.assign(n, 0);
+  r.backing_records.assign(n, 0);
+  r.backing_record.assign(n, kNoId);
   const std::size_t quorum = std::max<std::uint32_t>(h.service_quorum, 1);
+  const std::set<std::string_view> declared(h.service_nodes.begin(), h.service_nodes.end());
 
-  // Service sets and grants, grouped by (key, value).
+  // Declared service sets and grants, grouped by (key, value).
   using KeyValue = std::pair<std::string, std::string>;
   std::map<KeyValue, std::vector<std::size_t>> sets_by_kv;
   for (std::size_t i = 0; i < h.service_sets.size(); ++i) {
     const auto& s = h.service_sets[i];
-    sets_by_kv[{s.key, s.value}].push_back(i);
+    if (!declared.count(s.node)) {
+      ++r.undeclared_records;
+      continue;
+    }
+    sets_by_kv[{s.key, s.value}].push_back(i);  // in record order, which is the service's own sequence
   }
   std::map<KeyValue, std::vector<std::size_t>> grants_by_kv;
   for (std::size_t i = 0; i < n; ++i) grants_by_kv[{h.grants[i].key, h.grants[i].value}].push_back(i);
@@ -56,8 +49,8 @@ void assign_epochs(const History& h, CheckResult& r) {
     auto found = sets_by_kv.find(kv);
     std::vector<std::size_t> sets;
     if (found != sets_by_kv.end()) sets = std::move(found->second);
-    std::sort(sets.begin(), sets.end(), [&](std::size_t a, std::size_t b) {
-      return std::tie(h.service_sets[a].time, a) < std::tie(h.service_sets[b].time, b);
+    std::stable_sort(sets.begin(), sets.end(), [&](std::size_t a, std::size_t b) {
+      return h.service_sets[a].time < h.service_sets[b].time;
     });
     auto time_of = [&](std::size_t s) { return h.service_sets[s].time; };
     auto first_at_or_after = [&](Time t) {
@@ -81,10 +74,12 @@ void assign_epochs(const History& h, CheckResult& r) {
         nodes.insert(h.service_sets[*it].node);
         if (nodes.size() >= quorum) {
           r.service_grant_time[gi] = time_of(*it);
+          r.backing_record[gi] = *it;
           r.backed[gi] = 1;
           break;
         }
       }
+      r.backing_records[gi] = static_cast<std::uint32_t>(nodes.size());
       if (!r.backed[gi]) ++r.unbacked_grants;
     }
   }
@@ -92,76 +87,43 @@ void assign_epochs(const History& h, CheckResult& r) {
   r.grant_of_epoch.resize(n);
   std::iota(r.grant_of_epoch.begin(), r.grant_of_epoch.end(), std::uint64_t{0});
   std::sort(r.grant_of_epoch.begin(), r.grant_of_epoch.end(), [&](std::uint64_t a, std::uint64_t b) {
-    return std::tie(r.service_grant_time[a], a) < std::tie(r.service_grant_time[b], b);
+    return std::tie(r.service_grant_time[a], r.backing_record[a], a) <
+           std::tie(r.service_grant_time[b], r.backing_record[b], b);
   });
   r.epoch_of_grant.assign(n, 0);
   for (std::size_t e = 0; e < n; ++e) r.epoch_of_grant[r.grant_of_epoch[e]] = e + 1;
 }
 
-WriteRef ref_of(const WriteRecord& w, const CheckResult& r) {
-  return WriteRef{.write = w.id,
-                  .grant = w.grant,
-                  .client = w.client,
-                  .epoch = r.epoch_of_grant[w.grant],
-                  .token = w.token,
-                  .sent = w.sent,
-                  .arrived = w.arrived,
-                  .accepted = w.accepted};
+GrantRef grant_ref(const History& h, const CheckResult& r, std::uint64_t g) {
+  return GrantRef{.grant = g,
+                  .client = h.grants[g].client,
+                  .epoch = r.epoch_of_grant[g],
+                  .token = h.grants[g].token,
+                  .ordered_at = r.service_grant_time[g]};
+}
+
+/// token-regression: per lock key, in epoch order, a token no greater than the highest earlier one.
+void check_tokens(const History& h, CheckResult& r) {
+  if (!h.tokens_fence) return;
+  std::map<std::string, std::optional<std::uint64_t>> top;  // lock key -> grant with the highest token so far
+  for (std::uint64_t g : r.grant_of_epoch) {
+    const GrantRecord& gr = h.grants[g];
+    if (!gr.token) continue;
+    auto& best = top[gr.key];
+    if (best && *gr.token <= *h.grants[*best].token) {
+      r.violations.push_back(Violation{.kind = kTokenRegression,
+                                       .key = gr.key,
+                                       .grant_earlier = grant_ref(h, r, *best),
+                                       .grant_later = grant_ref(h, r, g),
+                                       .time = r.service_grant_time[g]});
+    }
+    if (!best || *gr.token > *h.grants[*best].token) best = g;
+  }
 }
 
 /// Keeps the smaller near miss; ties keep the one found first (the callers iterate in a fixed order).
 void keep_smaller(std::optional<NearMiss>& best, NearMiss candidate) {
   if (!best || candidate.margin < best->margin) best = std::move(candidate);
-}
-
-/// Safety and write slack, per resource key over accepted writes in arrival order.
-void check_writes(const History& h, CheckResult& r) {
-  std::map<std::string, std::vector<std::size_t>> accepted_by_key;
-  for (std::size_t i = 0; i < h.writes.size(); ++i) {
-    if (is_accepted(h.writes[i])) accepted_by_key[h.writes[i].key].push_back(i);
-  }
-  auto epoch = [&](std::size_t w) { return r.epoch_of_grant[h.writes[w].grant]; };
-
-  for (auto& [key, ws] : accepted_by_key) {
-    std::sort(ws.begin(), ws.end(), ByArrival{&h.writes});
-
-    // Safety: the running maximum epoch; any accepted write below it is stale.
-    std::optional<std::size_t> top;  // first write (by arrival) carrying the running maximum epoch
-    for (std::size_t w : ws) {
-      if (!top || epoch(w) > epoch(*top)) {
-        top = w;
-      } else if (epoch(w) < epoch(*top)) {
-        r.violations.push_back(
-            Violation{.key = key, .earlier = ref_of(h.writes[*top], r), .later = ref_of(h.writes[w], r)});
-      }
-    }
-
-    // Write slack: for each epoch, the first accepted write (by arrival) of any strictly higher epoch.
-    // ws is in arrival order, so the first position of each epoch is its earliest write; a suffix minimum
-    // over epochs sorted descending gives the earliest write of a higher epoch.
-    std::map<std::uint64_t, std::size_t> first_pos_of_epoch;  // epoch -> position in ws
-    for (std::size_t p = 0; p < ws.size(); ++p) first_pos_of_epoch.emplace(epoch(ws[p]), p);
-    std::map<std::uint64_t, std::size_t> first_higher;  // epoch -> position of the first strictly newer write
-    std::optional<std::size_t> best_pos;
-    for (auto it = first_pos_of_epoch.rbegin(); it != first_pos_of_epoch.rend(); ++it) {
-      if (best_pos) first_higher[it->first] = *best_pos;
-      if (!best_pos || it->second < *best_pos) best_pos = it->second;
-    }
-    for (std::size_t w : ws) {
-      auto fh = first_higher.find(epoch(w));
-      if (fh == first_higher.end()) continue;
-      const auto& newer = h.writes[ws[fh->second]];
-      keep_smaller(r.write_near_miss, NearMiss{.margin = newer.arrived - h.writes[w].arrived,
-                                               .key = key,
-                                               .older = h.writes[w].id,
-                                               .newer = newer.id});
-    }
-  }
-
-  std::sort(r.violations.begin(), r.violations.end(), [](const Violation& a, const Violation& b) {
-    return std::tie(a.later.arrived, a.later.write, a.key) < std::tie(b.later.arrived, b.later.write, b.key);
-  });
-  r.safe = r.violations.empty();
 }
 
 /// Lock-level overlaps and lease slack, per lock key.
@@ -217,45 +179,6 @@ void check_beliefs(const History& h, CheckResult& r) {
   });
 }
 
-/// Lost updates of the counter workload, per resource key.
-void check_lost_updates(const History& h, CheckResult& r) {
-  std::map<std::string, std::vector<std::size_t>> rmw_by_key;
-  for (std::size_t i = 0; i < h.writes.size(); ++i) {
-    if (is_accepted(h.writes[i]) && h.writes[i].read_modify_write) rmw_by_key[h.writes[i].key].push_back(i);
-  }
-  LostUpdates& lost = r.lost;
-  for (auto& [key, ws] : rmw_by_key) {
-    std::sort(ws.begin(), ws.end(), ByArrival{&h.writes});
-    // Walking backwards, `min_later_read` is the smallest read among accepted writes that arrived later.
-    std::optional<std::int64_t> min_later_read;
-    std::vector<std::uint64_t> lost_here;
-    std::uint64_t acknowledged = 0;
-    for (auto it = ws.rbegin(); it != ws.rend(); ++it) {
-      const auto& w = h.writes[*it];
-      if (w.acknowledged) {
-        ++acknowledged;
-        if (w.read_value && min_later_read && *min_later_read <= *w.read_value) lost_here.push_back(w.id);
-      }
-      if (w.read_value)
-        min_later_read = min_later_read ? std::min(*min_later_read, *w.read_value) : *w.read_value;
-    }
-    std::reverse(lost_here.begin(), lost_here.end());
-
-    lost.acknowledged += acknowledged;
-    auto final_counter = h.final_counters.find(key);
-    if (final_counter != h.final_counters.end()) {
-      const std::int64_t missing = static_cast<std::int64_t>(acknowledged) - final_counter->second;
-      lost.lost += missing > 0 ? static_cast<std::uint64_t>(missing) : 0;
-    } else {
-      lost.lost += lost_here.size();
-    }
-    lost.lost_writes.insert(lost.lost_writes.end(), lost_here.begin(), lost_here.end());
-  }
-  lost.percent = lost.acknowledged == 0
-                     ? 0.0
-                     : 100.0 * static_cast<double>(lost.lost) / static_cast<double>(lost.acknowledged);
-}
-
 }  // namespace
 
 CheckResult check(const History& history) {
@@ -266,11 +189,24 @@ CheckResult check(const History& history) {
                       w.grant, history.grants.size()));
     }
   }
+  for (const auto& rd : history.reads) {
+    if (rd.grant >= history.grants.size()) {
+      throw std::invalid_argument(
+          fmt::format("history: read {} by {} names grant {}, but only {} grants exist", rd.id, rd.client,
+                      rd.grant, history.grants.size()));
+    }
+  }
   CheckResult r;
   assign_epochs(history, r);
-  check_writes(history, r);
+  check_tokens(history, r);
+  checker_detail::check_resource(history, r);
   check_beliefs(history, r);
-  check_lost_updates(history, r);
+  std::stable_sort(r.violations.begin(), r.violations.end(), [](const Violation& a, const Violation& b) {
+    return std::tie(a.time, a.kind, a.later.seq, a.grant_later.grant, a.earlier.seq) <
+           std::tie(b.time, b.kind, b.later.seq, b.grant_later.grant, b.earlier.seq);
+  });
+  for (const Violation& v : r.violations) ++r.anomaly_counts[v.kind];
+  r.safe = r.violations.empty();
   if (r.lease_near_miss) r.slack = r.lease_near_miss->margin;
   if (r.write_near_miss && (!r.slack || r.write_near_miss->margin < *r.slack))
     r.slack = r.write_near_miss->margin;

@@ -1,17 +1,28 @@
 #pragma once
 /// The checker: the oracle's judge. It reads only a History (ground truth recorded by the simulator, see
 /// protocols/history.hpp) and never a protocol's opinion of itself, so its verdict can be trusted whatever
-/// the protocol under test claims. Deterministic (ordered containers, ties broken by ids) and O(n log n) in
-/// the size of the history (plus the number of reported overlap pairs).
+/// the protocol under test claims. About the resource it reads only the resource's own log
+/// (History::resource_log: every delivered copy, in processing order), never the WriteRecord summaries.
+/// Deterministic (ordered containers, ties broken by sequence numbers and ids) and O(n log n) in the size of
+/// the history (plus the number of reported overlap pairs).
 ///
-/// Conventions used throughout:
-///  - grant ids are indices into History::grants and write ids are WriteRecord::id (History::add_grant and
-///    History::add_write assign both);
-///  - an *accepted write* is a WriteRecord with accepted == true and a finite arrival time;
+/// The anomalies (docs/safety.md defines each with an example); the verdict is unsafe iff any occurs:
+///  - stale-write-accepted: on one resource key, a write of a lower epoch changed the value after a write of
+///    a higher epoch had, in the resource's processing order (every applied copy counts, duplicates too);
+///  - lost-update: an acknowledged read–modify–write w whose effect was overwritten by another read–modify–
+///    write computed from a read the resource served before w changed the value (two holders at once);
+///  - token-regression: when the protocol's writes carry its tokens, a grant of a later epoch carried a token
+///    no greater than an earlier epoch's on the same lock (the fencing contract is broken);
+///  - fresh-write-rejected: the resource refused a write (no copy of it ever took effect) whose grant was the
+///    newest epoch on its lock when the copy was processed.
+///
+/// Conventions:
+///  - grant ids are indices into History::grants, write ids WriteRecord::id, read ids ReadRecord::id;
 ///  - a grant's *belief end* is min(belief_end, believed_valid_until): the client stops acting as holder at
-///    whichever comes first, its own "I released / I noticed expiry" or its validity estimate running out;
+///    whichever comes first, its own "I release / I noticed expiry" or its validity estimate running out;
 ///  - a grant's *belief interval* is [granted, belief end) in true time (empty if belief end <= granted).
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,26 +32,55 @@
 
 namespace locksim {
 
+/// The anomaly kinds, by the names reports and docs/safety.md use.
+inline constexpr const char* kStaleWriteAccepted = "stale-write-accepted";
+inline constexpr const char* kLostUpdate = "lost-update";
+inline constexpr const char* kTokenRegression = "token-regression";
+inline constexpr const char* kFreshWriteRejected = "fresh-write-rejected";
+
 /// One write as named in a verdict: enough for a person to find it in the story without the history at hand.
+/// `seq` and `arrived` name the copy involved (a duplicate may be another copy than the first).
 struct WriteRef {
-  std::uint64_t write = 0;  ///< WriteRecord::id
-  std::uint64_t grant = 0;  ///< the grant the client wrote under
+  std::uint64_t write = kNoId;  ///< WriteRecord::id (kNoId: none involved)
+  std::uint64_t grant = 0;      ///< the grant the client wrote under
   std::string client;
   std::uint64_t epoch = 0;             ///< the oracle's epoch of that grant (1-based)
   std::optional<std::uint64_t> token;  ///< the token the write carried, if any
   Time sent{};
-  Time arrived{};
-  bool accepted = false;
+  Time arrived{};                ///< when the resource processed this copy
+  std::uint64_t seq = kNoId;     ///< the copy's entry in the resource log
+  bool accepted = false;         ///< this copy changed the value
+  bool valid() const { return write != kNoId; }
 };
 
-/// A safety violation: on one resource key, the resource accepted `later` (lower epoch) after it had already
-/// accepted `earlier` (higher epoch), so accepted writes did not follow the epoch order. `earlier` is the
-/// first accepted write (by arrival) that carried the highest epoch seen before `later` arrived.
+/// One grant as named in a verdict.
+struct GrantRef {
+  std::uint64_t grant = kNoId;
+  std::string client;
+  std::uint64_t epoch = 0;
+  std::optional<std::uint64_t> token;
+  Time ordered_at{};  ///< its service grant time (or `granted` when unbacked)
+  bool valid() const { return grant != kNoId; }
+};
+
+/// An anomaly: a breach of safety. What `earlier` and `later` hold depends on the kind:
+///  - stale-write-accepted: `earlier` is the first applied copy that carried the highest epoch before `later`,
+///    the stale copy that was applied after it;
+///  - lost-update: `earlier` is the acknowledged write whose effect was lost, `later` the write computed from
+///    an older read that overwrote it;
+///  - fresh-write-rejected: `later` is the refused copy; `earlier` the accepted write that set the fence above
+///    it (none when there is no such write, e.g. "no token");
+///  - token-regression: `grant_earlier` is the earlier-epoch grant with the highest token so far, `grant_later`
+///    the later-epoch grant whose token is not greater; no writes.
 struct Violation {
-  std::string kind = "stale-write-accepted";
-  std::string key;  ///< resource key
+  std::string kind = kStaleWriteAccepted;
+  std::string key;  ///< resource key (token-regression: the lock key)
   WriteRef earlier;
   WriteRef later;
+  GrantRef grant_earlier;
+  GrantRef grant_later;
+  Time time{};                ///< when it happened: the later copy's processing, or the later grant's ordering
+  std::string reason;         ///< fresh-write-rejected: the resource's reason
 };
 
 /// Lock-level overlap (reported beside the verdict, not part of it): two different clients' belief intervals
@@ -59,19 +99,9 @@ struct Overlap {
   Duration duration{};  ///< end - start
 };
 
-/// Lost updates of the counter workload (writes with read_modify_write set).
-///
-/// An acknowledged accepted increment w is *lost* when another accepted write that arrived after it was
-/// computed from the same or an older read (read_value <= w's read_value), so it overwrote w's effect.
-///  - `acknowledged`: accepted, acknowledged read-modify-write writes, summed over keys;
-///  - `lost`: per key, if History::final_counters has the key, max(0, acknowledged - final counter) (the
-///  counter
-///    starts at 0 and every increment that survives adds exactly 1); otherwise the number of that key's
-///    `lost_writes`. With no concurrency every write reads the previous value, so both give exactly 0;
-///  - `lost_writes`: the acknowledged writes identified as overwritten by the rule above (write ids, ordered
-///  by
-///    key then arrival). Writes without a read_value are never judged lost and never count as overwriting;
-///  - `percent`: 100 * lost / acknowledged (0 when nothing was acknowledged).
+/// Lost updates of read–modify–write workloads, beside the verdict (each lost write is also a lost-update
+/// anomaly): `acknowledged` accepted and acknowledged read–modify–write writes; `lost` how many of them were
+/// overwritten (see lost-update); `percent` 100 * lost / acknowledged; `lost_writes` their ids by log order.
 struct LostUpdates {
   std::uint64_t acknowledged = 0;
   std::uint64_t lost = 0;
@@ -92,8 +122,10 @@ struct NearMiss {
 struct CheckResult {
   /// The verdict: true iff `violations` is empty.
   bool safe = true;
-  /// Every stale accepted write, ordered by the stale write's arrival (ties by write id).
+  /// Every anomaly, ordered by time, then kind, then the later write's log entry and grant ids.
   std::vector<Violation> violations;
+  /// How many anomalies of each kind (kinds with none are absent).
+  std::map<std::string, std::uint32_t> anomaly_counts;
   /// Overlapping belief intervals of different clients, ordered by start, then key, then grant ids.
   std::vector<Overlap> overlaps;
   LostUpdates lost;
@@ -102,14 +134,20 @@ struct CheckResult {
   std::optional<Duration> slack;
   /// The epoch of each grant, indexed by grant id; epochs are 1..grants.size(), a permutation.
   std::vector<std::uint64_t> epoch_of_grant;
-  /// Grants whose service quorum could not be found in the service sets; their epoch was ordered by
-  /// `granted`.
+  /// Grants whose service quorum could not be found in the declared service nodes' records; their epoch was
+  /// ordered by the client's `granted` (every report lists them).
   std::uint32_t unbacked_grants = 0;
+  /// Service records from processes the protocol did not declare as its service: they back nothing.
+  std::uint32_t undeclared_records = 0;
 
   /// The time each grant was ordered by (its service grant time, or `granted` when unbacked), by grant id.
   std::vector<Time> service_grant_time;
-  /// Whether each grant was backed by service_quorum distinct service nodes, by grant id.
+  /// Whether each grant was backed by service_quorum distinct declared service nodes, by grant id.
   std::vector<std::uint8_t> backed;
+  /// How many distinct declared service nodes recorded each grant within its window (capped at the quorum).
+  std::vector<std::uint32_t> backing_records;
+  /// The index in History::service_sets of the record that completed each grant's quorum (kNoId: unbacked).
+  std::vector<std::uint64_t> backing_record;
   /// The inverse of epoch_of_grant: grant_of_epoch[e - 1] is the grant with epoch e.
   std::vector<std::uint64_t> grant_of_epoch;
   /// Lease slack: over each lock key and each pair of consecutive epochs on it (g, then the next epoch g'),
@@ -117,25 +155,37 @@ struct CheckResult {
   /// held the lock (a belief overlap); kTimeMax belief ends give a hugely negative margin. None if no key had
   /// two grants.
   std::optional<NearMiss> lease_near_miss;
-  /// Write slack: over each accepted write w on a resource key for which a higher-epoch accepted write
-  /// exists, the smallest (arrival of the first higher-epoch accepted write) - (arrival of w). Positive = w
-  /// arrived that long before being overtaken; negative = w arrived after a newer-epoch write was accepted,
-  /// i.e. w is the `later` write of a violation (0 is a tie in arrival time, ordered by write id). Rejected
-  /// writes are not considered: the fence already stopped them. None if no accepted write was ever followed
-  /// by a newer epoch.
+  /// Write slack: over each applied write copy w on a resource key for which a higher-epoch applied copy
+  /// exists, the smallest (time of the first higher-epoch applied copy) - (time of w), in the resource's
+  /// processing order. Positive = w took effect that long before being overtaken; zero or negative = w took
+  /// effect after a newer-epoch write (0: in the same instant, processed after it), i.e. w is the `later`
+  /// write of a stale-write-accepted. Refused copies are not considered. None if no applied write was ever
+  /// followed by a newer epoch.
   std::optional<NearMiss> write_near_miss;
+
+  std::uint32_t count(const std::string& kind) const {
+    auto it = anomaly_counts.find(kind);
+    return it == anomaly_counts.end() ? 0 : it->second;
+  }
 };
 
 /// Judges a history. The service grant time of a grant with value v on lock key k is the earliest time t at
-/// which history.service_quorum distinct nodes have recorded ServiceSet(k, v), counting only service sets in
-/// the grant's causal window: at or after its `requested`, after the `granted` of the previous grant with the
-/// same (k, v) (values reused across acquisitions), and at or before its own `granted` (the client learns
-/// after the service acts). A quorum of 0 counts as 1. Grants with no such t are unbacked and ordered by
-/// `granted`. Epochs follow (service grant time, grant id). Known limit: the history has no record of a value
-/// being deleted, so a value set on some nodes, unlocked and set again on others within one acquisition
-/// counts all those nodes.
+/// which history.service_quorum distinct *declared* service nodes have recorded ServiceSet(k, v), counting
+/// only service sets in the grant's causal window: at or after its `requested`, after the `granted` of the
+/// previous grant with the same (k, v) (values reused across acquisitions), and at or before its own `granted`
+/// (the client learns after the service acts). A quorum of 0 counts as 1. Grants with no such t are unbacked
+/// and ordered by `granted`. Epochs follow (service grant time, the service's record sequence of the record
+/// that completed the quorum, grant id); unbacked grants come after backed ones at the same instant. Known
+/// limit: the history has no record of a value being deleted, so a value set on some nodes, unlocked and set
+/// again on others within one acquisition counts all those nodes.
 ///
-/// Throws std::invalid_argument if a write names a grant that does not exist.
+/// Throws std::invalid_argument if a write or read names a grant that does not exist.
 CheckResult check(const History& history);
+
+namespace checker_detail {
+/// The resource-log anomalies (stale-write-accepted, lost-update, fresh-write-rejected), lost updates and
+/// write slack; `r` already holds epochs.
+void check_resource(const History& h, CheckResult& r);
+}  // namespace checker_detail
 
 }  // namespace locksim

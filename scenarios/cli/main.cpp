@@ -161,13 +161,14 @@ struct Cell {
   bool ok() const { return !expected || *expected == got; }
 };
 
-/// A run that stopped at a limit (events, simulated time, mailbox) is inconclusive: its history was cut short
-/// wherever the limit fell, with clients still running, so it gets no verdict. Throws InputError
+/// A run that stopped at a limit (events, simulated time, mailbox) with no anomaly recorded is inconclusive:
+/// its history was cut short wherever the limit fell, with clients still running, so it gets no verdict (a
+/// recorded anomaly is unsafe wherever the run stopped). Throws InputError
 /// ("FILE: limit: ..."): exit 2. A scenario that means to observe for a fixed time says so with its clients'
 /// `give_up_at` (the Jepsen workload does), so its clients finish and the run ends as "done" before
 /// `max_time`.
 void require_within_limits(const RunOutput& r, const Scenario& sc) {
-  if (!r.run.limit_hit()) return;
+  if (!r.inconclusive()) return;  // finished, or unsafe wherever it stopped: a recorded anomaly is a verdict
   std::string which;
   switch (r.run.reason) {
     case StopReason::time_limit:
