@@ -199,7 +199,7 @@ class Node {
     replica_ack_at_ = ctx_.now();
     next_ping_ = ctx_.now() + opts_.replication.ping_period;
     const bool same_history =
-        p.replid == replid_ || (p.replid == replid2_ && p.offset <= replid2_offset_ + 1);
+        p.replid != "?" && (p.replid == replid_ || (p.replid == replid2_ && p.offset <= replid2_offset_ + 1));
     const bool held = p.offset == offset_ + 1 ||
                       (!backlog_.empty() && backlog_.last() == offset_ && backlog_.covers(p.offset));
     if (same_history && held && p.offset >= 1 && p.offset <= offset_ + 1) {
@@ -345,7 +345,10 @@ class Node {
       data_[key] = std::move(*e);
     else
       data_.erase(key);
-    if (propagate) observe(ReplicationEvent::Kind::propagated, offset_, &backlog_.at(offset_).op);
+    if (propagate)
+      observe(ReplicationEvent::Kind::propagated, offset_, &backlog_.at(offset_).op);
+    else if (master_)
+      observe(ReplicationEvent::Kind::unstreamed, offset_, nullptr);
   }
 
   void persist(const std::string& key, const std::optional<Entry>& e) {

@@ -58,6 +58,7 @@ struct ReplicationOp {
   std::string key;
   std::optional<Entry> entry;  ///< nothing: the key was deleted
   bool lock_set = false;  ///< the write was a successful SET NX (the replica records it as a service set)
+  friend bool operator==(const ReplicationOp&, const ReplicationOp&) = default;
 };
 
 struct ReplicationOptions {
@@ -157,6 +158,7 @@ struct ReplicationEvent {
     propagated,  ///< a master wrote and appended `op` at `offset`
     applied,     ///< a replica applied `op` at `offset` (from the stream or a partial resync)
     full_sync,   ///< a replica installed a full resync's dataset as of `offset`
+    unstreamed,  ///< a master wrote before any replica attached (no backlog yet: the offset stays)
   };
   Kind kind = Kind::applied;
   std::string_view node;
