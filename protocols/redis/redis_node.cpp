@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <deque>
 
 namespace locksim::redis {
 
@@ -94,9 +93,7 @@ class Node {
 
   void run() {
     if (opts_.aof) load();
-    if (master_) {
-      replid_ = new_replid();
-    } else if (!peer_.empty()) {
+    if (!master_ && !peer_.empty()) {
       heard_at_ = ctx_.now();
       next_cron_ = ctx_.now() + opts_.replication.ack_period;
       psync();
@@ -193,7 +190,8 @@ class Node {
   /// promotion, up to where we left it) and the backlog still holds everything from the offset asked for;
   /// otherwise a full resync.
   void on_psync(const Message& m, const Psync& p) {
-    if (!master_) return;  // chained replication is not modelled
+    if (!master_) return;                        // chained replication is not modelled
+    if (replid_ == "?") replid_ = new_replid();  // a master takes its ID when the first replica attaches
     backlog_on_ = true;
     replica_ = m.from;
     replica_ack_at_ = ctx_.now();
@@ -214,6 +212,7 @@ class Node {
   /// the replica we stream to hears our ID and offset (and then PSYNCs).
   void on_ack(const Message& m, const ReplAck& a) {
     if (!master_) return;
+    if (replid_ == "?") replid_ = new_replid();
     const bool ours = replica_.valid() && m.from == replica_;
     if (ours) replica_ack_at_ = ctx_.now();
     if (!ours || a.replid != replid_ || a.offset < streamed_)

@@ -44,16 +44,20 @@ Message ping_message(ReplPing p) {
 }
 
 void Backlog::push(std::uint64_t offset, ReplicationOp op, Time due) {
-  if (!items_.empty() && offset != last_ + 1) items_.clear();  // not the next command: start over
+  if (!ring_.empty() && offset != last_ + 1) reset();  // not the next command: start over
   last_ = offset;
-  items_.push_back(Item{std::move(op), due});
-  if (items_.size() > capacity_) items_.pop_front();
+  if (ring_.size() < capacity_) {
+    ring_.push_back(Item{std::move(op), due});
+  } else {
+    ring_[head_] = Item{std::move(op), due};
+    head_ = (head_ + 1) % capacity_;
+  }
 }
 
 std::vector<ReplicationOp> Backlog::suffix(std::uint64_t from) const {
   std::vector<ReplicationOp> out;
   if (!covers(from)) return out;
-  for (std::uint64_t o = from; o <= last_ && !items_.empty(); ++o) out.push_back(at(o).op);
+  for (std::uint64_t o = from; o <= last_ && !ring_.empty(); ++o) out.push_back(at(o).op);
   return out;
 }
 

@@ -29,7 +29,6 @@
 ///   one with its offset as replid2, so a replica of the old master that is no further along can still resync
 ///   partially.
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -133,23 +132,29 @@ class Backlog {
   /// Append the command of offset `offset` (the next after the last; or any, when empty: after a full sync).
   void push(std::uint64_t offset, ReplicationOp op, Time due);
   /// Forget everything; the next push may start at any offset.
-  void reset() { items_.clear(); }
+  void reset() {
+    ring_.clear();
+    head_ = 0;
+  }
 
-  bool empty() const { return items_.empty(); }
-  std::uint64_t first() const { return last_ + 1 - items_.size(); }  ///< offset of the oldest command held
-  std::uint64_t last() const { return last_; }  ///< offset of the newest (when not empty)
+  bool empty() const { return ring_.empty(); }
+  std::uint64_t first() const { return last_ + 1 - ring_.size(); }  ///< offset of the oldest command held
+  std::uint64_t last() const { return last_; }                      ///< offset of the newest (when not empty)
   /// Whether every command from `offset` to last() is still held (offset == last() + 1: nothing is missing).
   bool covers(std::uint64_t offset) const {
-    return offset == last_ + 1 || (!items_.empty() && offset >= first() && offset <= last_);
+    return offset == last_ + 1 || (!ring_.empty() && offset >= first() && offset <= last_);
   }
-  const Item& at(std::uint64_t offset) const { return items_[offset - first()]; }
+  const Item& at(std::uint64_t offset) const { return ring_[(head_ + (offset - first())) % ring_.size()]; }
   /// The commands from `from` to last() (covers(from) must hold).
   std::vector<ReplicationOp> suffix(std::uint64_t from) const;
 
  private:
   std::size_t capacity_;
   std::uint64_t last_ = 0;
-  std::deque<Item> items_;
+  /// A ring (allocated only once a command is pushed: a node that never replicates pays nothing):
+  /// ring_[head_] is the oldest command once it is full.
+  std::vector<Item> ring_;
+  std::size_t head_ = 0;
 };
 
 /// What a node did to its replication state: for tests and tools, never traced (the trace has the messages).
