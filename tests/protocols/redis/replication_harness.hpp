@@ -35,15 +35,18 @@ struct ReplWorld {
   LinkOptions& down() { return world.network().link(master, replica); }
   LinkOptions& up() { return world.network().link(replica, master); }
 
-  /// A writer that sends each command to the master at its true time (1 s timeout per call).
-  void writes(std::vector<std::pair<Time, Command>> script) {
-    world.spawn("writer", [this, script = std::move(script)](Context& ctx) {
+  /// A writer that sends each command to `to` (the master if invalid) at its true time (1 s timeout per
+  /// call).
+  void writes(std::vector<std::pair<Time, Command>> script, ProcId to = {}) {
+    const ProcId node = to.valid() ? to : master;
+    world.spawn(fmt::format("writer{}", ++writers), [node, script = std::move(script)](Context& ctx) {
       for (const auto& [at, c] : script) {
         if (at > ctx.now()) ctx.sleep(at - ctx.now());
-        ctx.call(master, command_message(c), 1s);
+        ctx.call(node, command_message(c), 1s);
       }
     });
   }
+  int writers = 0;
 
   /// A GET from `node` at true time `at`: the value (if any) goes to `out`.
   void get(ProcId node, const std::string& key, Time at, std::optional<std::string>& out) {
@@ -87,20 +90,24 @@ struct ReplWorld {
   ProcId master, replica;
   std::vector<ReplicationOp> stream;  ///< the master's commands; offset i at index i - 1
   std::vector<Applied> applied;       ///< the replica's applies and full syncs, in order
-  Dataset master_data, replica_data;
+  Dataset master_data, replica_data;  ///< redis1's and replica1's
+  bool promoted = false;              ///< replica1 has written as a master
 
  private:
+  /// redis1's stream while it is the master, replica1's applies while it is the replica; each node's dataset
+  /// whatever its role (a failover swaps them).
   void observe(const ReplicationEvent& e) {
+    using K = ReplicationEvent::Kind;
+    const bool mastering = e.kind == K::propagated || e.kind == K::unstreamed;
     if (e.node == "redis1") {
       master_data = *e.data;
-      if (e.kind == ReplicationEvent::Kind::unstreamed) return;
-      EXPECT_EQ(e.kind, ReplicationEvent::Kind::propagated);
+      if (e.kind != K::propagated || promoted) return;
       EXPECT_EQ(e.offset, stream.size() + 1) << "the master's offsets count its commands";
       stream.push_back(*e.op);
-      master_data = *e.data;
     } else {
-      applied.push_back({e.kind, e.offset, e.op ? *e.op : ReplicationOp{}});
       replica_data = *e.data;
+      if (mastering) promoted = true;
+      if (!promoted) applied.push_back({e.kind, e.offset, e.op ? *e.op : ReplicationOp{}});
     }
   }
 };

@@ -196,3 +196,61 @@ TEST(Replication, SameSeedSameTrace) {
   EXPECT_EQ(run(5), run(5));
   EXPECT_NE(run(5), run(6));
 }
+
+namespace {
+
+/// The sentinel fails over from a master cut off from it and from the replica; the master had `writes`
+/// commands the replica never got. Back in contact, the old master is demoted and PSYNCs the new one.
+struct PartitionFailover {
+  std::size_t continues = 0, fullsyncs = 0;
+  std::optional<std::string> old_master_lock;
+  std::optional<Reply> role;
+  std::vector<ServiceSet> sets;
+};
+
+PartitionFailover failover_by_partition(bool write_before_the_cut) {
+  ReplWorld rw(WorldOptions{}, ReplicationOptions{}, 2s);  // nothing reaches the replica within 2 s
+  const ProcId sentinel = spawn_sentinel(
+      rw.world, {.nodes = {"redis1", "replica1"}, .failover_after = 1s, .ping_interval = 100ms});
+  if (write_before_the_cut) rw.writes({{100ms, set_cmd("lock", "a")}});
+  rw.world.schedule(Time{200ms}, [&] { rw.world.partition({rw.master}, {rw.replica, sentinel}, false); });
+  rw.world.schedule(Time{3s}, [&] { rw.world.heal(); });
+  rw.writes({{2s, set_cmd("lock", "b")}}, rw.replica);  // on the promoted replica
+  PartitionFailover out;
+  rw.get(rw.master, "lock", Time{6s}, out.old_master_lock);
+  rw.world.spawn("probe", [&](Context& ctx) {
+    ctx.sleep(6s);
+    if (auto m = ctx.call(rw.master, command_message({.op = Op::ping}), 1s)) out.role = *m->as<Reply>();
+  });
+  rw.world.run_until(Time{7s});
+  out.continues = rw.count(TraceKind::send, "repl.continue", rw.replica);
+  out.fullsyncs = rw.count(TraceKind::send, "repl.fullsync", rw.replica);
+  out.sets = rw.history.service_sets;
+  EXPECT_TRUE(rw.promoted);
+  EXPECT_EQ(rw.master_data, rw.replica_data) << "the demoted master follows the new one";
+  return out;
+}
+
+}  // namespace
+
+TEST(Replication, FailoverLosesTheUnreplicatedLockAndTheDemotedMasterResyncsInFull) {
+  const PartitionFailover r = failover_by_partition(true);
+  ASSERT_TRUE(r.role);
+  EXPECT_EQ(r.role->role, "replica");
+  EXPECT_EQ(r.old_master_lock, "b") << "the acknowledged SET of a was lost with the failover";
+  EXPECT_EQ(r.fullsyncs, 1u) << "its offset runs past where the new master left the old history";
+  EXPECT_EQ(r.continues, 0u);
+  // Both holders' SETs are service sets, each on the node that granted it; the lock never reached replica1.
+  ASSERT_EQ(r.sets.size(), 2u);
+  EXPECT_EQ(r.sets[0].node, "redis1");
+  EXPECT_EQ(r.sets[0].value, "a");
+  EXPECT_EQ(r.sets[1].node, "replica1");
+  EXPECT_EQ(r.sets[1].value, "b");
+}
+
+TEST(Replication, ADemotedMasterWithNothingUnreplicatedContinuesPartially) {
+  const PartitionFailover r = failover_by_partition(false);
+  EXPECT_EQ(r.old_master_lock, "b");
+  EXPECT_EQ(r.continues, 1u) << "same history up to the promotion (replid2): the backlog suffix suffices";
+  EXPECT_EQ(r.fullsyncs, 0u);
+}
