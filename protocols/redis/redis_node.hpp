@@ -5,9 +5,11 @@
 /// The node speaks a tiny command set as messages: `SET key value NX PX ttl`, the compare-and-delete release
 /// script, a PEXPIRE-if-value-matches extension script, GET, INCR, plus the replication and sentinel
 /// commands. Keys expire by the node's WALL clock, checked lazily on access, exactly as Redis does
-/// (Kleppmann's clock-jump scenario needs this). Persistence is an append-only file modelled on the process's
-/// Storage, with the fsync policy of the process; entries carry absolute wall-clock expiry times, as Redis's
-/// AOF/RDB do.
+/// (Kleppmann's clock-jump scenario needs this). Only a master expires a key: it deletes it and propagates
+/// the DEL; a replica hides a logically expired key from reads but changes its dataset only by the stream
+/// (Redis 3.2 and later). Replication is Redis's PSYNC stream: see replication.hpp. Persistence is an
+/// append-only file modelled on the process's Storage, with the fsync policy of the process; entries carry
+/// absolute wall-clock expiry times, as Redis's AOF/RDB do.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "protocols/history.hpp"
+#include "protocols/redis/replication.hpp"
 #include "sim/world.hpp"
 
 namespace locksim::redis {
@@ -30,8 +33,7 @@ enum class Op : std::uint8_t {
   ping,              ///< PING (the reply names the node's role: sentinel health checks)
   get_master,        ///< sentinel: SENTINEL get-master-addr-by-name (the reply's value is the master's name)
   promote,           ///< sentinel → node: REPLICAOF NO ONE
-  replicaof,         ///< sentinel → node: REPLICAOF `peer` (drop the dataset, resync from the master)
-  sync,              ///< replica → master: send me your dataset (full resynchronisation)
+  replicaof,         ///< sentinel → node: REPLICAOF `peer` (keep the dataset, PSYNC from the new master)
 };
 
 /// The name of a command as it appears in the trace ("SET", "DEL-IF", ...).
@@ -60,24 +62,6 @@ struct Reply {
   std::string role;                  ///< ping: "master" or "replica"
 };
 
-/// One stored key.
-struct Entry {
-  std::string value;
-  Time expire_wall = kTimeMax;  ///< absolute expiry on the node's wall clock (kTimeMax: none)
-};
-
-/// One write forwarded by a master to its replica (effects replication, as Redis does for scripts).
-struct ReplicationOp {
-  std::string key;
-  std::optional<Entry> entry;  ///< nothing: the key was deleted
-  bool lock_set = false;  ///< the write was a successful SET NX (the replica records it as a service set)
-};
-
-/// A master's full dataset, sent to a replica that asked for a resynchronisation.
-struct Snapshot {
-  std::map<std::string, Entry> data;
-};
-
 /// A request message for a command (type = op_name, detail = canonical text for the trace).
 Message command_message(const Command& c);
 
@@ -87,8 +71,12 @@ struct NodeOptions {
   FsyncPolicy fsync = FsyncPolicy::never;  ///< the process's fsync policy (appendfsync)
   Duration fsync_period{1s};
   bool replica = false;  ///< starts as a replica of `peer`
-  std::string peer;      ///< master: the replica it forwards writes to (empty: none); replica: its master
-  Duration replication_delay{50ms};  ///< async replication lag before a write is forwarded
+  /// A replica: its master. A master streams to whichever replica PSYNCs it (one at a time), so a master's
+  /// peer only documents the intended topology.
+  std::string peer;
+  Duration replication_delay{50ms};  ///< async replication lag: how long a write waits before it is streamed
+  ReplicationOptions replication;    ///< backlog size, ack and ping periods, repl-timeout
+  ReplicationObserver observer;      ///< sees every replication change (tests); empty: none
 };
 
 /// Spawn a node as a daemon process. Successful lock SETs are recorded with history.service_set (write only).
