@@ -122,27 +122,35 @@ void World::clock_drift(ProcId id, std::int64_t ppm) {
   record(TraceKind::clock, id, {}, 0, "drift", fmt::format("ppm={}", p.clock.drift_ppm()));
 }
 
-void World::partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way) {
-  std::string names;
+PartitionId World::partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way) {
+  std::vector<std::pair<ProcId, ProcId>> links;
   for (ProcId x : a)
     for (ProcId y : b) {
       if (x == y) continue;
-      network_.block(x, y);
-      if (!one_way) network_.block(y, x);
+      links.emplace_back(x, y);
+      if (!one_way) links.emplace_back(y, x);
     }
-  for (ProcId x : a) names += (names.empty() ? "" : ",") + name(x);
+  const PartitionId id = network_.cut(std::move(links));
+  std::string names = fmt::format("#{} ", id);
+  for (std::size_t i = 0; i < a.size(); ++i) names += (i == 0 ? "" : ",") + name(a[i]);
   names += one_way ? " -> " : " | ";
-  bool first = true;
-  for (ProcId y : b) {
-    names += (first ? "" : ",") + name(y);
-    first = false;
-  }
+  for (std::size_t i = 0; i < b.size(); ++i) names += (i == 0 ? "" : ",") + name(b[i]);
   record(TraceKind::network, {}, {}, 0, "partition", names);
+  partition_names_.emplace(id, std::move(names));
+  return id;
+}
+
+void World::heal(PartitionId id) {
+  if (!network_.heal(id)) return;  // healed already (by a heal of all): nothing changes
+  auto it = partition_names_.find(id);
+  record(TraceKind::network, {}, {}, 0, "heal", it->second);
+  partition_names_.erase(it);
 }
 
 void World::heal() {
   network_.heal_all();
-  record(TraceKind::network, {}, {}, 0, "heal");
+  partition_names_.clear();
+  record(TraceKind::network, {}, {}, 0, "heal", "all");
 }
 
 void World::add_fault(Fault f) {
@@ -202,10 +210,11 @@ void World::fire(const Fault& f) {
     case Fault::Kind::clock_drift:
       clock_drift(f.target, f.ppm);
       break;
-    case Fault::Kind::partition:
-      partition(f.side_a, f.side_b, f.one_way);
-      if (f.duration > 0ns) push(now_ + f.duration, [this] { heal(); });
-      break;
+    case Fault::Kind::partition: {
+      // A timed end heals this partition only: others, overlapping it or not, stay in force.
+      const PartitionId id = partition(f.side_a, f.side_b, f.one_way);
+      if (f.duration > 0ns) push(now_ + f.duration, [this, id] { heal(id); });
+    } break;
     case Fault::Kind::heal:
       heal();
       break;

@@ -201,7 +201,12 @@ class World {
   void restart(ProcId p);
   void clock_jump(ProcId p, Duration by);
   void clock_drift(ProcId p, std::int64_t ppm);
-  void partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way);
+  /// Cut the links between a and b (a -> b only if one_way); the trace record names the partition ("#2 a |
+  /// b"). Partitions overlap: a link stays cut while any partition in force cuts it.
+  PartitionId partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way);
+  /// End partition `id` only (recorded as "heal" with its name), if it is still in force.
+  void heal(PartitionId id);
+  /// End every partition (recorded as "heal", "all").
   void heal();
 
   /// Add a fault to the plan (timed faults are scheduled now; triggered ones armed).
@@ -350,6 +355,7 @@ class World {
   bool deep_prefetch_ = false;  ///< a world too big for the caches: prefetch further ahead (prefetch_next)
   std::map<std::string, ProcId, std::less<>> names_;
   std::vector<Fault> faults_;
+  std::map<PartitionId, std::string> partition_names_;  ///< partitions in force: their trace names
   std::vector<std::uint32_t> fault_hits_;
   bool have_triggers_[4] = {false, false, false, false};
   std::vector<std::function<void(ProcId, std::string_view, std::string_view)>> note_observers_;
