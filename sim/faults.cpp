@@ -172,7 +172,8 @@ void World::match_triggers(Trigger::Kind kind, ProcId p, std::string_view label)
     if (++fault_hits_[i] != t.nth) continue;
     const Fault& f = faults_[i];
     // Faults on the process that triggered them take effect before its next statement; all others run as
-    // events at this same instant, after the current event.
+    // events at this same instant, after the current event and before the process steps still queued for
+    // it (world callbacks come first at an instant: sim/world.hpp).
     if (t.delay == 0ns && f.kind == Fault::Kind::pause && f.target == p) {
       fire(f);
     } else {

@@ -133,7 +133,10 @@ LOCKSIM_ALWAYS_INLINE void World::record_of(TraceKind k, const Process& p, ProcI
 }
 
 LOCKSIM_ALWAYS_INLINE void World::push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b) {
-  const std::uint64_t key = opts_.shuffle_ties ? tie_rng_.next() : seq_++;
+  // The key's top bit is the event's class (World::kProcessStep): world callbacks first, then process steps.
+  // `kind` is a constant at nearly every call site, so the class costs no branch.
+  std::uint64_t key = opts_.shuffle_ties ? tie_rng_.next() >> 1 : seq_++;
+  if (kind != EvKind::callback) key |= kProcessStep;
   queue_.push(Event{at, key, static_cast<std::uint32_t>(kind), a, b});
 }
 

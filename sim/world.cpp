@@ -435,6 +435,12 @@ LOCKSIM_ALWAYS_INLINE Process* World::deliver(std::uint32_t slot) {
     messages_.drop(slot);
     return nullptr;
   }
+  // A link cut now loses the packet, however the network looked when it left (the send checked too).
+  if (network_.any_cut() && network_.blocked(m.from, m.to)) [[unlikely]] {
+    record(TraceKind::drop, p.id, m.from, m.id, m.type, "partition in flight");
+    messages_.drop(slot);
+    return nullptr;
+  }
   ++delivered_;
   record_of(TraceKind::deliver, p, m.from, m.id, m.type);
   const bool wanted = p.waiting_receive && (p.filter == nullptr || (*p.filter)(m));

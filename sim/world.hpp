@@ -1,7 +1,18 @@
 #pragma once
-/// The world: one event queue ordered by time, then insertion order (or a seeded tie-break), processes as
-/// fibers, node clocks, the network, faults and the trace. Single-threaded; many worlds may live in one
-/// program (nothing global).
+/// The world: one event queue ordered by time, then class, then insertion order (or a seeded tie-break),
+/// processes as fibers, node clocks, the network, faults and the trace. Single-threaded; many worlds may live
+/// in one program (nothing global).
+///
+/// Same-instant events. At one instant every world callback (a fault of the plan, the end of a pause or of
+/// a partition, a planned restart, a periodic fsync, World::schedule) runs before every process step (a
+/// process's start, a wake from a sleep or a timeout, a delivery), whichever was queued first: the class is
+/// the top bit of the event's key (World::kProcessStep). So a fault at t takes effect before anything a
+/// process does at t: a partition at 0 s cuts the messages sent at 0 s, and a packet arriving at t on a link
+/// cut at t is lost (the link is looked at when the packet is sent and again when it arrives); a pause at t
+/// stops a process before it runs at t; a heal at t lets a packet arriving at t through. A callback queued
+/// at t by a process step of t (a fault a trigger fires, a crash asked for from inside a fiber) runs after
+/// that step and before the steps of t still queued. Within a class the order is the insertion order (the
+/// plan's order, for faults), or with shuffle_ties a seeded shuffle.
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -115,8 +126,9 @@ struct WorldOptions {
   bool keep_trace = true;
   /// At most this many trace events are kept in memory (reports show them; the hash covers all of them).
   std::uint64_t max_kept_events = Trace::kDefaultMaxKept;
-  /// Break ties between events at the same time with a seeded random key instead of insertion order,
-  /// to explore other interleavings (still deterministic for a given seed).
+  /// Break ties between events at the same time and of the same class (world callbacks still come before
+  /// process steps) with a seeded random key instead of insertion order, to explore other interleavings
+  /// (still deterministic for a given seed).
   bool shuffle_ties = false;
 };
 
@@ -225,8 +237,10 @@ class World {
   /// A queue entry (sim/event_queue.hpp): plain data, 32 bytes. `kind` is an EvKind; `a`: wake/start: the
   /// process, deliver: the message slot, callback: the callback slot; `b`: wake: the wait generation,
   /// deliver: receiver << 32 (whether the receiver restarted since is in the message's id:
-  /// Process::first_msg). `key`: the insertion sequence, or with shuffle_ties a seeded random 64-bit key.
+  /// Process::first_msg). `key`: the event's class in the top bit (kProcessStep: the same-instant rule at
+  /// the top of this file), below it the insertion sequence, or with shuffle_ties 63 seeded random bits.
   enum class EvKind : std::uint32_t { wake, deliver, callback, start };
+  static constexpr std::uint64_t kProcessStep = std::uint64_t{1} << 63;  ///< key class: after callbacks
   using Event = QueuedEvent;
   /// Allocates on 64-byte boundaries: a slab of 96-byte messages then has every slot in exactly two cache
   /// lines. (An alignas(32) on Message did the same, but made every function with a Message on its stack
