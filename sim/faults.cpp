@@ -90,6 +90,8 @@ void World::crash(ProcId id, bool power_loss) {
   ++p.pause_gen;
   ++p.wait_gen;
   ++p.fsync_gen;
+  p.fsync_local = kTimeMax;
+  p.wait_local = kTimeMax;
   if (power_loss) p.storage.lose_unsynced();
 }
 
@@ -120,6 +122,18 @@ void World::clock_drift(ProcId id, std::int64_t ppm) {
   Process& p = *procs_[id.value];
   p.clock.set_drift(now_, ppm);
   record(TraceKind::clock, id, {}, 0, "drift", fmt::format("ppm={}", p.clock.drift_ppm()));
+  rearm_local_deadlines(p);
+}
+
+void World::rearm_local_deadlines(Process& p) {
+  // A wait that came due during a pause (pending_wake) is over already; the stale wake of the old arming
+  // finds its generation gone. A wall-clock jump moves no monotonic reading: nothing to do there.
+  if (p.state == ProcState::blocked && p.wait_local != kTimeMax && !p.pending_wake) {
+    const std::uint64_t gen = ++p.wait_gen;
+    push_event(std::max(p.clock.true_time_at(p.wait_local), now_), EvKind::wake, p.id.value, gen);
+  }
+  if (p.fsync_local != kTimeMax && p.state != ProcState::crashed && p.state != ProcState::exited)
+    schedule_fsync(p, p.fsync_local);
 }
 
 PartitionId World::partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way) {

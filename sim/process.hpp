@@ -98,6 +98,8 @@ class alignas(64) Process {
   /// was sent before, to an earlier incarnation, and is dropped when it arrives. (Ids grow with every send;
   /// a send no longer reads a table of incarnations, a cache miss per message in a world of 100,000.)
   std::uint64_t first_msg = 0;
+  /// The monotonic reading the current sleep or receive timeout waits for (kTimeMax: none, or forever).
+  Time wait_local = kTimeMax;
   // Third line.
   NodeClock clock;
   Rng rng;
@@ -119,8 +121,9 @@ class alignas(64) Process {
   void* fake_stack = nullptr;
 
   std::uint64_t fsync_gen = 0;
-  bool pending_start = false;  // start (or restart) came while paused
-  bool in_arena = false;       // allocated in the world's StackArena (World::ProcessDelete)
+  Time fsync_local = kTimeMax;  // the monotonic reading the next periodic fsync waits for (kTimeMax: none)
+  bool pending_start = false;   // start (or restart) came while paused
+  bool in_arena = false;        // allocated in the world's StackArena (World::ProcessDelete)
 };
 
 // ---------------------------------------------------------------- the message path, inline

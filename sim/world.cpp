@@ -99,14 +99,18 @@ ProcId Context::lookup(std::string_view name) const {
 }
 
 void Context::sleep(Duration d) {
+  // Ends when this node's monotonic clock reads local + d: armed at the true time that comes, and armed again
+  // if the clock's drift changes in between (World::clock_drift).
   if (d < 0ns) d = 0ns;
   const Time local = now();
-  const Time deadline = d >= kForever - local ? kTimeMax : proc_.clock.true_time_at(local + d);
   Process& p = proc_;
+  p.wait_local = d >= kForever - local ? kTimeMax : local + d;
+  const Time deadline = p.wait_local == kTimeMax ? kTimeMax : p.clock.true_time_at(p.wait_local);
   const std::uint64_t gen = ++p.wait_gen;
   World& w = world_;
   w.push_event(std::max(deadline, w.now_), World::EvKind::wake, p.id.value, gen);
   w.block(p);
+  p.wait_local = kTimeMax;
 }
 
 std::uint64_t Context::reply(const Message& request, Message m) {
@@ -117,16 +121,18 @@ std::uint64_t Context::reply(const Message& request, Message m) {
 std::optional<Message> Context::receive(Duration timeout, const std::function<bool(const Message&)>& filter) {
   World& w = world_;
   Process& p = proc_;
-  Time deadline = kTimeMax;
+  // The timeout ends when this node's monotonic clock reads `until` (kTimeMax: never): its true time is
+  // worked out at each wait, and again if the clock's drift changes during one (World::clock_drift).
+  Time until = kTimeMax;
   if (timeout < kForever) {
     const Time local = now();
-    if (timeout < kForever - local) deadline = p.clock.true_time_at(local + timeout);
+    if (timeout < kForever - local) until = local + timeout;
   }
   for (;;) {
     for (std::size_t i = 0; i < p.mailbox.size(); ++i) {
       if (!filter || filter(w.messages_.items[p.mailbox[i]])) return take(i);
     }
-    if (w.now_ >= deadline) {
+    if (until != kTimeMax && now() >= until) {
       w.record(TraceKind::timeout, p.id);
       return std::nullopt;
     }
@@ -134,8 +140,12 @@ std::optional<Message> Context::receive(Duration timeout, const std::function<bo
     p.waiting_receive = true;
     p.filter =
         filter ? &filter : nullptr;  // null for "any message": deliver need not look at the fiber's stack
-    if (deadline != kTimeMax) w.push_event(deadline, World::EvKind::wake, p.id.value, gen);
+    if (until != kTimeMax) {
+      p.wait_local = until;
+      w.push_event(std::max(p.clock.true_time_at(until), w.now_), World::EvKind::wake, p.id.value, gen);
+    }
     w.block(p);
+    p.wait_local = kTimeMax;
     p.waiting_receive = false;
     p.filter = nullptr;
   }
@@ -250,9 +260,13 @@ ProcId World::spawn(std::string name, Body body, ProcessOptions opts) {
 
 void World::arm_fsync(Process& p) {
   if (p.storage.policy != FsyncPolicy::periodic || p.storage.fsync_period <= 0ns) return;
+  schedule_fsync(p, p.clock.monotonic(now_) + p.storage.fsync_period);
+}
+
+void World::schedule_fsync(Process& p, Time local) {
+  p.fsync_local = local;
   const std::uint64_t gen = ++p.fsync_gen;
-  const Time at = p.clock.true_time_at(p.clock.monotonic(now_) + p.storage.fsync_period);
-  push(at, [this, &p, gen] {
+  push(std::max(p.clock.true_time_at(local), now_), [this, &p, gen] {
     if (gen != p.fsync_gen || p.state == ProcState::crashed || p.state == ProcState::exited) return;
     if (!p.paused) p.storage.fsync();  // a stopped process's background fsync thread is stopped too
     arm_fsync(p);
@@ -267,6 +281,7 @@ void World::start_fiber(Process& p) {
   }
   p.state = ProcState::running;
   p.killed = false;
+  p.wait_local = kTimeMax;
   p.wait_gen++;
   record(TraceKind::start, p.id, {}, 0, {},
          p.incarnation ? fmt::format("incarnation={}", p.incarnation) : "");

@@ -326,6 +326,11 @@ class World {
   void kill_fiber(Process& p);
   [[noreturn, gnu::cold]] static void went_on_after_its_end(Process& p);
   void arm_fsync(Process& p);
+  /// The periodic fsync at the true time p's monotonic clock reads `local` (re-armed on a drift change).
+  void schedule_fsync(Process& p, Time local);
+  /// p's clock drift changed: its sleep or receive timeout, and its periodic fsync, wait for a reading of its
+  /// monotonic clock, which now comes at another true time: arm them again for it.
+  void rearm_local_deadlines(Process& p);
 
   WorldOptions opts_;
   Rng rng_;
