@@ -167,6 +167,8 @@ inline std::uint32_t Context::incarnation() const {
 
 inline std::uint64_t Context::send(ProcId to, Message m) {
   World& w = world_;
+  if (proc_.killed) [[unlikely]]
+    return w.discard_send(proc_, to, m);
   m.id = w.next_msg_++;
   m.from = proc_.id;
   m.to = to;

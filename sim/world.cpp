@@ -153,6 +153,7 @@ std::optional<Message> Context::receive(Duration timeout, const std::function<bo
 
 std::optional<Message> Context::call(ProcId to, Message request, Duration timeout) {
   const std::uint64_t id = send(to, std::move(request));
+  if (proc_.killed) return std::nullopt;  // the request of a dying process was discarded: no reply, no wait
   return receive(timeout, [id](const Message& m) { return m.reply_to == id; });
 }
 
@@ -161,7 +162,8 @@ void Context::note(std::string_view label, std::string detail) {
   for (auto& obs : w.note_observers_) obs(proc_.id, label, detail);
   w.record(TraceKind::note, proc_.id, {}, 0, std::string(label), std::move(detail));
   w.check_triggers(Trigger::Kind::note, proc_.id, label);
-  if (proc_.paused) w.pause_here(proc_);
+  // A process crashed while paused logs its notes on its way down, but does not stop at its pause again.
+  if (proc_.paused && !proc_.killed) w.pause_here(proc_);
 }
 
 // ---------------------------------------------------------------- World
@@ -470,6 +472,13 @@ LOCKSIM_ALWAYS_INLINE Process* World::deliver(std::uint32_t slot) {
     return wake(p, gen);
   }
   return nullptr;
+}
+
+std::uint64_t World::discard_send(Process& p, ProcId to, const Message& m) {
+  const std::uint64_t id = next_msg_++;
+  if (!shutting_down_)
+    record(TraceKind::drop, to.value < procs_.size() ? to : ProcId{}, p.id, id, m.type, "sender crashed");
+  return id;
 }
 
 void World::process_ended(Process& p) {

@@ -59,7 +59,8 @@ class Context {
   Time wall() const;
   /// Sleep for d on this node's monotonic clock.
   void sleep(Duration d);
-  /// Send a message; returns its id.
+  /// Send a message; returns its id. A process being crashed sends nothing: a send (a reply, a call) from a
+  /// destructor run by the crash's unwinding is discarded (traced as a drop, "sender crashed").
   std::uint64_t send(ProcId to, Message m);
   /// Reply to a request (sets reply_to and the destination).
   std::uint64_t reply(const Message& request, Message m);
@@ -69,7 +70,8 @@ class Context {
   /// The next message, however long it takes (the same as receive(kForever), without building an empty
   /// filter at every call).
   std::optional<Message> receive();
-  /// Send a request and wait for its reply (other messages stay in the mailbox).
+  /// Send a request and wait for its reply (other messages stay in the mailbox). A call while the process is
+  /// being crashed returns nothing at once (its request was discarded).
   std::optional<Message> call(ProcId to, Message request, Duration timeout);
   /// Log a note to the trace; fault triggers may fire on it (and may pause this process right here).
   void note(std::string_view label, std::string detail = {});
@@ -323,6 +325,9 @@ class World {
   }
   void match_triggers(Trigger::Kind kind, ProcId p, std::string_view label);
   void process_ended(Process& p);
+  /// A send of a process whose stack is unwinding (ProcessKilled: a crash, or the world's end): a killed
+  /// process sends nothing. Traced as a drop, "sender crashed" (not at the world's end); returns its id.
+  [[gnu::cold, gnu::noinline]] std::uint64_t discard_send(Process& p, ProcId to, const Message& m);
   void kill_fiber(Process& p);
   [[noreturn, gnu::cold]] static void went_on_after_its_end(Process& p);
   void arm_fsync(Process& p);
