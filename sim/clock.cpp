@@ -15,6 +15,10 @@ Time NodeClock::monotonic_drifting(Time t) const {
 
 Time NodeClock::true_time_at(Time local) const {
   if (local <= base_local_) return base_true_;
+  if (ppm_ == 0) {  // no drift: no 128-bit division
+    const Duration dl = local - base_local_;
+    return dl > kTimeMax - base_true_ ? kTimeMax : base_true_ + dl;
+  }
   const __int128 dl = (local - base_local_).count();
   // dt + dt*ppm/1e6 >= dl  <=>  dt >= dl*1e6/(1e6+ppm); start from the floor and step up (exact, integer
   // only).

@@ -15,9 +15,11 @@
 /// pending pays no cache miss per heap level, as a binary heap does. (The block was 4,096 ns, two levels,
 /// before: the kernel benchmark's events then moved twice, with a refill every four events.)
 ///
-/// Order: earliest `at` first; among events at the same time, smallest `key` first (an insertion sequence,
-/// or with shuffled ties a seeded random key). The pop order is the total order on (at, key), so it is the
-/// same as any other priority queue's on distinct keys.
+/// Order: earliest `at` first; among events at the same time, smallest `key` first. The pop order is the
+/// total order on (at, key), so it is the same as any other priority queue's on distinct keys. The world
+/// makes the key (World::push_event): a class in the top bit, so that at one instant its callbacks (faults
+/// and their ends) run before its process steps (starts, wakes, deliveries), then an insertion sequence, or
+/// with shuffled ties seeded random bits (the same-instant rule: sim/world.hpp, EvKind).
 ///
 /// Looking at the earliest event (top) may move the floor. An event pushed afterwards before the new floor
 /// (the world stopped at run_until's time and is given more work, say) goes to a small binary heap ordered on

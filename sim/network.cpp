@@ -1,5 +1,7 @@
 #include "sim/network.hpp"
 
+#include <algorithm>
+
 namespace locksim {
 
 Duration DelayDist::sample_other(Rng& rng) const {
@@ -18,6 +20,26 @@ Duration DelayDist::sample_other(Rng& rng) const {
 
 void Network::add_spike(ProcId from, ProcId to, Duration extra, Time until, std::uint32_t count) {
   spikes_.push_back({from, to, extra, until, count});
+}
+
+PartitionId Network::cut(std::vector<std::pair<ProcId, ProcId>> links) {
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
+  for (const auto& l : links) ++blocked_[l];
+  const PartitionId id = ++last_partition_;
+  partitions_.emplace(id, std::move(links));
+  return id;
+}
+
+bool Network::heal(PartitionId id) {
+  auto it = partitions_.find(id);
+  if (it == partitions_.end()) return false;
+  for (const auto& l : it->second) {
+    auto b = blocked_.find(l);
+    if (--b->second == 0) blocked_.erase(b);
+  }
+  partitions_.erase(it);
+  return true;
 }
 
 Fate Network::decide_general(ProcId from, ProcId to, Time now) {

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -49,7 +48,11 @@ struct NetworkOptions {
   std::map<std::pair<ProcId, ProcId>, LinkOptions> links;  ///< per directed link overrides (ordered map)
 };
 
-/// The fate of one message, decided when it is sent.
+/// A partition's identity: 1 for the first one a network made, 2 for the next, ... (0 is none).
+using PartitionId = std::uint32_t;
+
+/// The fate of one message, decided when it is sent. (A partition is looked at again when it arrives:
+/// World::deliver.)
 struct Fate {
   bool lost = false;
   std::uint32_t copies = 0;   ///< 1, or 2 when duplicated
@@ -74,11 +77,20 @@ class Network {
     return decide_general(from, to, now);
   }
 
-  /// Block from→to (one way). Partition both ways by calling twice.
-  void block(ProcId from, ProcId to) { blocked_.insert({from, to}); }
-  void unblock(ProcId from, ProcId to) { blocked_.erase({from, to}); }
-  void heal_all() { blocked_.clear(); }
-  bool blocked(ProcId from, ProcId to) const { return blocked_.count({from, to}) != 0; }
+  /// Cut the directed links `links` (a partition: both directions are two links); returns its identity.
+  /// Partitions may overlap: a link is cut while any partition cuts it.
+  PartitionId cut(std::vector<std::pair<ProcId, ProcId>> links);
+  /// End partition `id` only: its links open again unless another partition cuts them too. False if there is
+  /// no such partition (never made, or healed already).
+  bool heal(PartitionId id);
+  /// End every partition.
+  void heal_all() {
+    partitions_.clear();
+    blocked_.clear();
+  }
+  bool blocked(ProcId from, ProcId to) const { return !blocked_.empty() && blocked_.count({from, to}) != 0; }
+  /// Whether any link is cut (one test on the message path).
+  bool any_cut() const { return !blocked_.empty(); }
 
   /// Extra delay added to messages on a link (or any link when from/to are invalid) until `until`.
   void add_spike(ProcId from, ProcId to, Duration extra, Time until, std::uint32_t count);
@@ -96,7 +108,9 @@ class Network {
   Fate decide_general(ProcId from, ProcId to, Time now);
   NetworkOptions opts_;
   Rng rng_;
-  std::set<std::pair<ProcId, ProcId>> blocked_;
+  std::map<PartitionId, std::vector<std::pair<ProcId, ProcId>>> partitions_;  ///< in force, by identity
+  std::map<std::pair<ProcId, ProcId>, std::uint32_t> blocked_;  ///< cut links: how many partitions cut each
+  PartitionId last_partition_ = 0;
   std::vector<Spike> spikes_;
 };
 

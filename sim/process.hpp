@@ -98,6 +98,8 @@ class alignas(64) Process {
   /// was sent before, to an earlier incarnation, and is dropped when it arrives. (Ids grow with every send;
   /// a send no longer reads a table of incarnations, a cache miss per message in a world of 100,000.)
   std::uint64_t first_msg = 0;
+  /// The monotonic reading the current sleep or receive timeout waits for (kTimeMax: none, or forever).
+  Time wait_local = kTimeMax;
   // Third line.
   NodeClock clock;
   Rng rng;
@@ -119,8 +121,9 @@ class alignas(64) Process {
   void* fake_stack = nullptr;
 
   std::uint64_t fsync_gen = 0;
-  bool pending_start = false;  // start (or restart) came while paused
-  bool in_arena = false;       // allocated in the world's StackArena (World::ProcessDelete)
+  Time fsync_local = kTimeMax;  // the monotonic reading the next periodic fsync waits for (kTimeMax: none)
+  bool pending_start = false;   // start (or restart) came while paused
+  bool in_arena = false;        // allocated in the world's StackArena (World::ProcessDelete)
 };
 
 // ---------------------------------------------------------------- the message path, inline
@@ -133,7 +136,10 @@ LOCKSIM_ALWAYS_INLINE void World::record_of(TraceKind k, const Process& p, ProcI
 }
 
 LOCKSIM_ALWAYS_INLINE void World::push_event(Time at, EvKind kind, std::uint32_t a, std::uint64_t b) {
-  const std::uint64_t key = opts_.shuffle_ties ? tie_rng_.next() : seq_++;
+  // The key's top bit is the event's class (World::kProcessStep): world callbacks first, then process steps.
+  // `kind` is a constant at nearly every call site, so the class costs no branch.
+  std::uint64_t key = opts_.shuffle_ties ? tie_rng_.next() >> 1 : seq_++;
+  if (kind != EvKind::callback) key |= kProcessStep;
   queue_.push(Event{at, key, static_cast<std::uint32_t>(kind), a, b});
 }
 
@@ -161,6 +167,8 @@ inline std::uint32_t Context::incarnation() const {
 
 inline std::uint64_t Context::send(ProcId to, Message m) {
   World& w = world_;
+  if (proc_.killed) [[unlikely]]
+    return w.discard_send(proc_, to, m);
   m.id = w.next_msg_++;
   m.from = proc_.id;
   m.to = to;

@@ -54,28 +54,6 @@ std::string_view to_string(StopReason r) {
   return "?";
 }
 
-std::string_view to_string(Fault::Kind k) {
-  switch (k) {
-    case Fault::Kind::pause:
-      return "pause";
-    case Fault::Kind::crash:
-      return "crash";
-    case Fault::Kind::restart:
-      return "restart";
-    case Fault::Kind::clock_jump:
-      return "clock_jump";
-    case Fault::Kind::clock_drift:
-      return "clock_drift";
-    case Fault::Kind::partition:
-      return "partition";
-    case Fault::Kind::heal:
-      return "heal";
-    case Fault::Kind::delay_spike:
-      return "delay_spike";
-  }
-  return "?";
-}
-
 namespace {
 /// A malloc'ed fiber stack that remembers where it is (for the sanitizer fiber annotations), with a cache
 /// colour from the 65th process on: `size` plus (process id mod 64) KiB. Stacks allocated one after another
@@ -121,14 +99,18 @@ ProcId Context::lookup(std::string_view name) const {
 }
 
 void Context::sleep(Duration d) {
+  // Ends when this node's monotonic clock reads local + d: armed at the true time that comes, and armed again
+  // if the clock's drift changes in between (World::clock_drift).
   if (d < 0ns) d = 0ns;
   const Time local = now();
-  const Time deadline = d >= kForever - local ? kTimeMax : proc_.clock.true_time_at(local + d);
   Process& p = proc_;
+  p.wait_local = d >= kForever - local ? kTimeMax : local + d;
+  const Time deadline = p.wait_local == kTimeMax ? kTimeMax : p.clock.true_time_at(p.wait_local);
   const std::uint64_t gen = ++p.wait_gen;
   World& w = world_;
   w.push_event(std::max(deadline, w.now_), World::EvKind::wake, p.id.value, gen);
   w.block(p);
+  p.wait_local = kTimeMax;
 }
 
 std::uint64_t Context::reply(const Message& request, Message m) {
@@ -139,16 +121,18 @@ std::uint64_t Context::reply(const Message& request, Message m) {
 std::optional<Message> Context::receive(Duration timeout, const std::function<bool(const Message&)>& filter) {
   World& w = world_;
   Process& p = proc_;
-  Time deadline = kTimeMax;
+  // The timeout ends when this node's monotonic clock reads `until` (kTimeMax: never): its true time is
+  // worked out at each wait, and again if the clock's drift changes during one (World::clock_drift).
+  Time until = kTimeMax;
   if (timeout < kForever) {
     const Time local = now();
-    if (timeout < kForever - local) deadline = p.clock.true_time_at(local + timeout);
+    if (timeout < kForever - local) until = local + timeout;
   }
   for (;;) {
     for (std::size_t i = 0; i < p.mailbox.size(); ++i) {
       if (!filter || filter(w.messages_.items[p.mailbox[i]])) return take(i);
     }
-    if (w.now_ >= deadline) {
+    if (until != kTimeMax && now() >= until) {
       w.record(TraceKind::timeout, p.id);
       return std::nullopt;
     }
@@ -156,8 +140,12 @@ std::optional<Message> Context::receive(Duration timeout, const std::function<bo
     p.waiting_receive = true;
     p.filter =
         filter ? &filter : nullptr;  // null for "any message": deliver need not look at the fiber's stack
-    if (deadline != kTimeMax) w.push_event(deadline, World::EvKind::wake, p.id.value, gen);
+    if (until != kTimeMax) {
+      p.wait_local = until;
+      w.push_event(std::max(p.clock.true_time_at(until), w.now_), World::EvKind::wake, p.id.value, gen);
+    }
     w.block(p);
+    p.wait_local = kTimeMax;
     p.waiting_receive = false;
     p.filter = nullptr;
   }
@@ -165,6 +153,7 @@ std::optional<Message> Context::receive(Duration timeout, const std::function<bo
 
 std::optional<Message> Context::call(ProcId to, Message request, Duration timeout) {
   const std::uint64_t id = send(to, std::move(request));
+  if (proc_.killed) return std::nullopt;  // the request of a dying process was discarded: no reply, no wait
   return receive(timeout, [id](const Message& m) { return m.reply_to == id; });
 }
 
@@ -173,7 +162,8 @@ void Context::note(std::string_view label, std::string detail) {
   for (auto& obs : w.note_observers_) obs(proc_.id, label, detail);
   w.record(TraceKind::note, proc_.id, {}, 0, std::string(label), std::move(detail));
   w.check_triggers(Trigger::Kind::note, proc_.id, label);
-  if (proc_.paused) w.pause_here(proc_);
+  // A process crashed while paused logs its notes on its way down, but does not stop at its pause again.
+  if (proc_.paused && !proc_.killed) w.pause_here(proc_);
 }
 
 // ---------------------------------------------------------------- World
@@ -272,9 +262,13 @@ ProcId World::spawn(std::string name, Body body, ProcessOptions opts) {
 
 void World::arm_fsync(Process& p) {
   if (p.storage.policy != FsyncPolicy::periodic || p.storage.fsync_period <= 0ns) return;
+  schedule_fsync(p, p.clock.monotonic(now_) + p.storage.fsync_period);
+}
+
+void World::schedule_fsync(Process& p, Time local) {
+  p.fsync_local = local;
   const std::uint64_t gen = ++p.fsync_gen;
-  const Time at = p.clock.true_time_at(p.clock.monotonic(now_) + p.storage.fsync_period);
-  push(at, [this, &p, gen] {
+  push(std::max(p.clock.true_time_at(local), now_), [this, &p, gen] {
     if (gen != p.fsync_gen || p.state == ProcState::crashed || p.state == ProcState::exited) return;
     if (!p.paused) p.storage.fsync();  // a stopped process's background fsync thread is stopped too
     arm_fsync(p);
@@ -289,6 +283,7 @@ void World::start_fiber(Process& p) {
   }
   p.state = ProcState::running;
   p.killed = false;
+  p.wait_local = kTimeMax;
   p.wait_gen++;
   record(TraceKind::start, p.id, {}, 0, {},
          p.incarnation ? fmt::format("incarnation={}", p.incarnation) : "");
@@ -457,6 +452,12 @@ LOCKSIM_ALWAYS_INLINE Process* World::deliver(std::uint32_t slot) {
     messages_.drop(slot);
     return nullptr;
   }
+  // A link cut now loses the packet, however the network looked when it left (the send checked too).
+  if (network_.any_cut() && network_.blocked(m.from, m.to)) [[unlikely]] {
+    record(TraceKind::drop, p.id, m.from, m.id, m.type, "partition in flight");
+    messages_.drop(slot);
+    return nullptr;
+  }
   ++delivered_;
   record_of(TraceKind::deliver, p, m.from, m.id, m.type);
   const bool wanted = p.waiting_receive && (p.filter == nullptr || (*p.filter)(m));
@@ -471,6 +472,13 @@ LOCKSIM_ALWAYS_INLINE Process* World::deliver(std::uint32_t slot) {
     return wake(p, gen);
   }
   return nullptr;
+}
+
+std::uint64_t World::discard_send(Process& p, ProcId to, const Message& m) {
+  const std::uint64_t id = next_msg_++;
+  if (!shutting_down_)
+    record(TraceKind::drop, to.value < procs_.size() ? to : ProcId{}, p.id, id, m.type, "sender crashed");
+  return id;
 }
 
 void World::process_ended(Process& p) {
@@ -489,190 +497,6 @@ void World::kill_fiber(Process& p) {
   p.killed = true;
   switch_to(p);  // the block() inside throws ProcessKilled; the entry function returns
   p.killed = false;
-}
-
-// ---------------------------------------------------------------- faults and kernel actions
-
-void World::pause(ProcId id, Duration d) {
-  Process& p = *procs_[id.value];
-  if (p.state == ProcState::crashed || p.state == ProcState::exited) return;
-  const Time until = d >= kForever - now_ ? kTimeMax : now_ + d;
-  if (p.paused && until <= p.pause_until) return;  // a shorter overlapping pause does not cut this one short
-  p.pause_until = until;
-  const std::uint64_t gen = ++p.pause_gen;
-  if (!p.paused) {
-    p.paused = true;
-    record(TraceKind::pause, id, {}, 0, {}, fmt::format("for={}", format_time(d)));
-  }
-  if (until != kTimeMax) {
-    push(until, [this, &p, gen] {
-      if (gen == p.pause_gen) resume(p.id);
-    });
-  }
-}
-
-void World::resume(ProcId id) {
-  Process& p = *procs_[id.value];
-  if (!p.paused) return;
-  p.paused = false;
-  ++p.pause_gen;
-  record(TraceKind::resume, id);
-  // Everything that came due during the pause (timers, wanted messages) was turned into one pending wake.
-  if (p.pending_start) {
-    p.pending_start = false;
-    push_event(now_, EvKind::start, p.id.value, 0);
-  } else if (p.pending_wake) {
-    p.pending_wake = false;
-    const std::uint64_t gen = p.pending_gen;
-    push_event(now_, EvKind::wake, p.id.value, gen);
-  }
-}
-
-void World::crash(ProcId id, bool power_loss) {
-  if (current_ != nullptr) {  // called from inside a fiber: act from scheduler context, at this instant
-    push(now_, [this, id, power_loss] { crash(id, power_loss); });
-    return;
-  }
-  Process& p = *procs_[id.value];
-  if (p.state == ProcState::crashed || p.state == ProcState::exited) return;
-  record(TraceKind::crash, id, {}, 0, {}, power_loss ? "power loss" : "process");
-  kill_fiber(p);
-  p.fiber = ctx::fiber{};
-  if (!p.opts.daemon && live_ > 0) --live_;
-  gate_ = 0;  // perhaps the last live process: run_until looks
-  p.state = ProcState::crashed;
-  for (std::size_t i = 0; i < p.mailbox.size(); ++i) messages_.drop(p.mailbox[i]);
-  p.mailbox.clear();
-  p.paused = false;
-  p.pending_wake = false;
-  p.pending_start = false;
-  p.waiting_receive = false;
-  ++p.pause_gen;
-  ++p.wait_gen;
-  ++p.fsync_gen;
-  if (power_loss) p.storage.lose_unsynced();
-}
-
-void World::restart(ProcId id) {
-  if (current_ != nullptr) {
-    push(now_, [this, id] { restart(id); });
-    return;
-  }
-  Process& p = *procs_[id.value];
-  if (p.state != ProcState::crashed) return;
-  ++p.incarnation;
-  p.first_msg = next_msg_;  // what was sent before now is for an earlier incarnation
-  record(TraceKind::restart, id, {}, 0, {}, fmt::format("incarnation={}", p.incarnation));
-  p.state = ProcState::created;
-  if (!p.opts.daemon && !p.restart_pending) ++live_;
-  p.restart_pending = false;
-  arm_fsync(p);
-  start_fiber(p);
-}
-
-void World::clock_jump(ProcId id, Duration by) {
-  Process& p = *procs_[id.value];
-  p.clock.jump(now_, by);
-  record(TraceKind::clock, id, {}, 0, "jump", fmt::format("by={}", format_time(by)));
-}
-
-void World::clock_drift(ProcId id, std::int64_t ppm) {
-  Process& p = *procs_[id.value];
-  p.clock.set_drift(now_, ppm);
-  record(TraceKind::clock, id, {}, 0, "drift", fmt::format("ppm={}", p.clock.drift_ppm()));
-}
-
-void World::partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way) {
-  std::string names;
-  for (ProcId x : a)
-    for (ProcId y : b) {
-      if (x == y) continue;
-      network_.block(x, y);
-      if (!one_way) network_.block(y, x);
-    }
-  for (ProcId x : a) names += (names.empty() ? "" : ",") + name(x);
-  names += one_way ? " -> " : " | ";
-  bool first = true;
-  for (ProcId y : b) {
-    names += (first ? "" : ",") + name(y);
-    first = false;
-  }
-  record(TraceKind::network, {}, {}, 0, "partition", names);
-}
-
-void World::heal() {
-  network_.heal_all();
-  record(TraceKind::network, {}, {}, 0, "heal");
-}
-
-void World::add_fault(Fault f) {
-  faults_.push_back(std::move(f));
-  fault_hits_.push_back(0);
-  const std::size_t idx = faults_.size() - 1;
-  const Fault& ff = faults_[idx];
-  if (ff.when.kind == Trigger::Kind::at) {
-    push(std::max(ff.when.at, now_), [this, idx] { fire(faults_[idx]); });
-  } else {
-    have_triggers_[static_cast<int>(ff.when.kind)] = true;
-  }
-}
-
-void World::match_triggers(Trigger::Kind kind, ProcId p, std::string_view label) {
-  for (std::size_t i = 0; i < faults_.size(); ++i) {
-    const Trigger& t = faults_[i].when;
-    if (t.kind != kind || t.label != label || (t.proc.valid() && t.proc != p)) continue;
-    if (++fault_hits_[i] != t.nth) continue;
-    const Fault& f = faults_[i];
-    // Faults on the process that triggered them take effect before its next statement; all others run as
-    // events at this same instant, after the current event.
-    if (t.delay == 0ns && f.kind == Fault::Kind::pause && f.target == p) {
-      fire(f);
-    } else {
-      push(now_ + t.delay, [this, i] { fire(faults_[i]); });
-    }
-  }
-}
-
-void World::fire(const Fault& f) {
-  record(TraceKind::fault, f.target, f.peer, 0, std::string(to_string(f.kind)),
-         f.duration != 0ns ? fmt::format("duration={}", format_time(f.duration)) : "");
-  switch (f.kind) {
-    case Fault::Kind::pause:
-      pause(f.target, f.duration > 0ns ? f.duration : kForever);
-      break;
-    case Fault::Kind::crash:
-      crash(f.target, f.power_loss);
-      if (f.duration > 0ns) {
-        // A planned restart keeps the process live, so the run does not end as "done" before it.
-        Process& p = *procs_[f.target.value];
-        if (p.state == ProcState::crashed && !p.restart_pending) {
-          p.restart_pending = true;
-          if (!p.opts.daemon) ++live_;
-        }
-        ProcId t = f.target;
-        push(now_ + f.duration, [this, t] { restart(t); });
-      }
-      break;
-    case Fault::Kind::restart:
-      restart(f.target);
-      break;
-    case Fault::Kind::clock_jump:
-      clock_jump(f.target, f.duration);
-      break;
-    case Fault::Kind::clock_drift:
-      clock_drift(f.target, f.ppm);
-      break;
-    case Fault::Kind::partition:
-      partition(f.side_a, f.side_b, f.one_way);
-      if (f.duration > 0ns) push(now_ + f.duration, [this] { heal(); });
-      break;
-    case Fault::Kind::heal:
-      heal();
-      break;
-    case Fault::Kind::delay_spike:
-      network_.add_spike(f.target, f.peer, f.extra, f.duration > 0ns ? now_ + f.duration : kTimeMax, f.count);
-      break;
-  }
 }
 
 // ---------------------------------------------------------------- running

@@ -1,7 +1,18 @@
 #pragma once
-/// The world: one event queue ordered by time, then insertion order (or a seeded tie-break), processes as
-/// fibers, node clocks, the network, faults and the trace. Single-threaded; many worlds may live in one
-/// program (nothing global).
+/// The world: one event queue ordered by time, then class, then insertion order (or a seeded tie-break),
+/// processes as fibers, node clocks, the network, faults and the trace. Single-threaded; many worlds may live
+/// in one program (nothing global).
+///
+/// Same-instant events. At one instant every world callback (a fault of the plan, the end of a pause or of
+/// a partition, a planned restart, a periodic fsync, World::schedule) runs before every process step (a
+/// process's start, a wake from a sleep or a timeout, a delivery), whichever was queued first: the class is
+/// the top bit of the event's key (World::kProcessStep). So a fault at t takes effect before anything a
+/// process does at t: a partition at 0 s cuts the messages sent at 0 s, and a packet arriving at t on a link
+/// cut at t is lost (the link is looked at when the packet is sent and again when it arrives); a pause at t
+/// stops a process before it runs at t; a heal at t lets a packet arriving at t through. A callback queued
+/// at t by a process step of t (a fault a trigger fires, a crash asked for from inside a fiber) runs after
+/// that step and before the steps of t still queued. Within a class the order is the insertion order (the
+/// plan's order, for faults), or with shuffle_ties a seeded shuffle.
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -48,7 +59,8 @@ class Context {
   Time wall() const;
   /// Sleep for d on this node's monotonic clock.
   void sleep(Duration d);
-  /// Send a message; returns its id.
+  /// Send a message; returns its id. A process being crashed sends nothing: a send (a reply, a call) from a
+  /// destructor run by the crash's unwinding is discarded (traced as a drop, "sender crashed").
   std::uint64_t send(ProcId to, Message m);
   /// Reply to a request (sets reply_to and the destination).
   std::uint64_t reply(const Message& request, Message m);
@@ -58,7 +70,8 @@ class Context {
   /// The next message, however long it takes (the same as receive(kForever), without building an empty
   /// filter at every call).
   std::optional<Message> receive();
-  /// Send a request and wait for its reply (other messages stay in the mailbox).
+  /// Send a request and wait for its reply (other messages stay in the mailbox). A call while the process is
+  /// being crashed returns nothing at once (its request was discarded).
   std::optional<Message> call(ProcId to, Message request, Duration timeout);
   /// Log a note to the trace; fault triggers may fire on it (and may pause this process right here).
   void note(std::string_view label, std::string detail = {});
@@ -115,8 +128,9 @@ struct WorldOptions {
   bool keep_trace = true;
   /// At most this many trace events are kept in memory (reports show them; the hash covers all of them).
   std::uint64_t max_kept_events = Trace::kDefaultMaxKept;
-  /// Break ties between events at the same time with a seeded random key instead of insertion order,
-  /// to explore other interleavings (still deterministic for a given seed).
+  /// Break ties between events at the same time and of the same class (world callbacks still come before
+  /// process steps) with a seeded random key instead of insertion order, to explore other interleavings
+  /// (still deterministic for a given seed).
   bool shuffle_ties = false;
 };
 
@@ -201,7 +215,12 @@ class World {
   void restart(ProcId p);
   void clock_jump(ProcId p, Duration by);
   void clock_drift(ProcId p, std::int64_t ppm);
-  void partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way);
+  /// Cut the links between a and b (a -> b only if one_way); the trace record names the partition ("#2 a |
+  /// b"). Partitions overlap: a link stays cut while any partition in force cuts it.
+  PartitionId partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way);
+  /// End partition `id` only (recorded as "heal" with its name), if it is still in force.
+  void heal(PartitionId id);
+  /// End every partition (recorded as "heal", "all").
   void heal();
 
   /// Add a fault to the plan (timed faults are scheduled now; triggered ones armed).
@@ -220,8 +239,10 @@ class World {
   /// A queue entry (sim/event_queue.hpp): plain data, 32 bytes. `kind` is an EvKind; `a`: wake/start: the
   /// process, deliver: the message slot, callback: the callback slot; `b`: wake: the wait generation,
   /// deliver: receiver << 32 (whether the receiver restarted since is in the message's id:
-  /// Process::first_msg). `key`: the insertion sequence, or with shuffle_ties a seeded random 64-bit key.
+  /// Process::first_msg). `key`: the event's class in the top bit (kProcessStep: the same-instant rule at
+  /// the top of this file), below it the insertion sequence, or with shuffle_ties 63 seeded random bits.
   enum class EvKind : std::uint32_t { wake, deliver, callback, start };
+  static constexpr std::uint64_t kProcessStep = std::uint64_t{1} << 63;  ///< key class: after callbacks
   using Event = QueuedEvent;
   /// Allocates on 64-byte boundaries: a slab of 96-byte messages then has every slot in exactly two cache
   /// lines. (An alignas(32) on Message did the same, but made every function with a Message on its stack
@@ -304,9 +325,17 @@ class World {
   }
   void match_triggers(Trigger::Kind kind, ProcId p, std::string_view label);
   void process_ended(Process& p);
+  /// A send of a process whose stack is unwinding (ProcessKilled: a crash, or the world's end): a killed
+  /// process sends nothing. Traced as a drop, "sender crashed" (not at the world's end); returns its id.
+  [[gnu::cold, gnu::noinline]] std::uint64_t discard_send(Process& p, ProcId to, const Message& m);
   void kill_fiber(Process& p);
   [[noreturn, gnu::cold]] static void went_on_after_its_end(Process& p);
   void arm_fsync(Process& p);
+  /// The periodic fsync at the true time p's monotonic clock reads `local` (re-armed on a drift change).
+  void schedule_fsync(Process& p, Time local);
+  /// p's clock drift changed: its sleep or receive timeout, and its periodic fsync, wait for a reading of its
+  /// monotonic clock, which now comes at another true time: arm them again for it.
+  void rearm_local_deadlines(Process& p);
 
   WorldOptions opts_;
   Rng rng_;
@@ -350,6 +379,7 @@ class World {
   bool deep_prefetch_ = false;  ///< a world too big for the caches: prefetch further ahead (prefetch_next)
   std::map<std::string, ProcId, std::less<>> names_;
   std::vector<Fault> faults_;
+  std::map<PartitionId, std::string> partition_names_;  ///< partitions in force: their trace names
   std::vector<std::uint32_t> fault_hits_;
   bool have_triggers_[4] = {false, false, false, false};
   std::vector<std::function<void(ProcId, std::string_view, std::string_view)>> note_observers_;

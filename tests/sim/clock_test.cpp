@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "test_util.hpp"
 
 using namespace locksim;
+using locksim::test::count_of;
 
 namespace {
 
@@ -92,12 +94,163 @@ TEST(Clock, SleepUsesTheNodesMonotonicClockAcrossADriftChange) {
                        local_wake = c.now();
                      },
                      {.clock = {.drift_ppm = 500'000}});
-  // Sleep armed at 0 for 2 local seconds at 1.5x = 1.333... true seconds. A drift change does not re-arm it.
+  // At 1.5x, 1 true second is 1.5 local ones; after the drift change to 0 the last 0.5 local seconds take 0.5
+  // true ones: the sleep is re-armed and ends when the local clock has advanced by exactly 2 s.
   w.add_fault(Fault{.kind = Fault::Kind::clock_drift, .when = Trigger::at_time(1s), .target = p, .ppm = 0});
   w.run();
-  EXPECT_EQ(true_wake, 1'333'333'334ns);
-  EXPECT_EQ(local_wake, Time{1'500'000'000 + 333'333'334});
+  EXPECT_EQ(true_wake, 1500ms);
+  EXPECT_EQ(local_wake, 2s);
   EXPECT_EQ(w.clock(p).drift_ppm(), 0);
+}
+
+namespace {
+
+/// A process on a clock of drift `ppm0` waits 2 local seconds from true time 0 (a sleep, or a receive that
+/// times out: `how`); its drift becomes `ppm1` at true time 1 s. Returns (true time, local time) at the end
+/// of the wait.
+std::pair<Time, Time> wait_across_drift_change(std::int64_t ppm0, std::int64_t ppm1, int how) {
+  World w;
+  Time true_end{-1}, local_end{-1};
+  ProcId q = w.spawn("q", [](Context& c) { c.sleep(10s); });  // a peer that never answers
+  ProcId p = w.spawn("p",
+                     [&](Context& c) {
+                       if (how == 0) {
+                         c.sleep(2s);
+                       } else if (how == 1) {
+                         EXPECT_FALSE(c.receive(2s).has_value());
+                       } else {
+                         EXPECT_FALSE(c.call(q, Message{.type = "ask"}, 2s).has_value());
+                       }
+                       true_end = w.now();
+                       local_end = c.now();
+                     },
+                     {.clock = {.drift_ppm = ppm0}});
+  w.add_fault(
+      Fault{.kind = Fault::Kind::clock_drift, .when = Trigger::at_time(1s), .target = p, .ppm = ppm1});
+  w.run();
+  return {true_end, local_end};
+}
+
+}  // namespace
+
+TEST(Clock, ASleepOrTimeoutEndsWhenTheLocalClockAdvancedByItsDurationWhateverTheDrift) {
+  for (int how = 0; how < 3; ++how) {
+    SCOPED_TRACE(how == 0 ? "sleep" : how == 1 ? "receive" : "call");
+    // Faster: the local clock reads 1 s at true 1 s, then runs 1.5x: the last local second takes 2/3 of a
+    // true one (t + floor(t / 2) >= 1e9 from t = 666,666,667 ns). Earlier than the wait was armed for.
+    EXPECT_EQ(wait_across_drift_change(0, 500'000, how), std::make_pair(Time{1'666'666'667ns}, Time{2s}));
+    // Slower: the last local second takes 2 true ones less a nanosecond (the reading truncates toward zero:
+    // dt - trunc(dt / 2) reaches 1e9 at dt = 1,999,999,999 ns).
+    EXPECT_EQ(wait_across_drift_change(0, -500'000, how), std::make_pair(Time{2'999'999'999ns}, Time{2s}));
+    // Fast, then back to none: 1.5 local seconds by true 1 s, the last 0.5 in 0.5 true seconds.
+    EXPECT_EQ(wait_across_drift_change(500'000, 0, how), std::make_pair(Time{1500ms}, Time{2s}));
+    // Slow, then fast: 0.5 local seconds by true 1 s, the last 1.5 at 1.5x in 1 true second.
+    EXPECT_EQ(wait_across_drift_change(-500'000, 500'000, how), std::make_pair(Time{2s}, Time{2s}));
+  }
+}
+
+TEST(Clock, ADriftChangeDuringAPauseReArmsTheSleepAndThePauseStillHoldsIt) {
+  World w;
+  Time true_wake{-1}, local_wake{-1};
+  ProcId p = w.spawn("p", [&](Context& c) {
+    c.sleep(2s);
+    true_wake = w.now();
+    local_wake = c.now();
+  });
+  w.add_fault(
+      Fault{.kind = Fault::Kind::pause, .when = Trigger::at_time(500ms), .target = p, .duration = 1s});
+  w.add_fault(
+      Fault{.kind = Fault::Kind::clock_drift, .when = Trigger::at_time(1s), .target = p, .ppm = 500'000});
+  // Local 1 s at true 1 s; the last local second at 1.5x ends at 1,666,666,667 ns, after the pause (1.5 s).
+  w.run();
+  EXPECT_EQ(true_wake, 1'666'666'667ns);
+  EXPECT_EQ(local_wake, 2s);
+}
+
+TEST(Clock, ADriftChangeAfterASleepCameDueDuringAPauseDoesNotMoveIt) {
+  World w;
+  Time true_wake{-1};
+  ProcId p = w.spawn("p", [&](Context& c) {
+    c.sleep(1s);
+    true_wake = w.now();
+  });
+  w.add_fault(
+      Fault{.kind = Fault::Kind::pause, .when = Trigger::at_time(500ms), .target = p, .duration = 1s});
+  w.add_fault(Fault{
+      .kind = Fault::Kind::clock_drift, .when = Trigger::at_time(1200ms), .target = p, .ppm = -500'000});
+  w.run();
+  EXPECT_EQ(true_wake, 1500ms);  // due at 1 s, seen when the pause ends
+}
+
+TEST(Clock, AWallClockJumpDuringASleepDoesNotMoveIt) {
+  World w;
+  Time true_wake{-1};
+  ProcId p = w.spawn("p", [&](Context& c) {
+    c.sleep(2s);
+    true_wake = w.now();
+  });
+  w.add_fault(
+      Fault{.kind = Fault::Kind::clock_jump, .when = Trigger::at_time(1s), .target = p, .duration = -30s});
+  w.add_fault(
+      Fault{.kind = Fault::Kind::clock_jump, .when = Trigger::at_time(1500ms), .target = p, .duration = 60s});
+  w.run();
+  EXPECT_EQ(true_wake, 2s);
+}
+
+TEST(Clock, AMessageBeforeTheReArmedTimeoutIsReceived) {
+  World w;
+  std::optional<Message> got;
+  Time local_got{-1};
+  ProcId p = w.spawn("p", [&](Context& c) {
+    got = c.receive(2s);
+    local_got = c.now();
+  });
+  w.spawn("q", [&](Context& c) {
+    c.sleep(1500ms);
+    c.send(p, Message{.type = "late"});  // arrives at 1.501 s
+  });
+  // At 1.5x from true 1 s the timeout ends at 1.666... s: the message comes first.
+  w.add_fault(
+      Fault{.kind = Fault::Kind::clock_drift, .when = Trigger::at_time(1s), .target = p, .ppm = 500'000});
+  w.run();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->type, "late");
+  EXPECT_EQ(local_got, 1'751'500'000ns);
+  EXPECT_EQ(count_of(w, TraceKind::timeout), 0u);
+}
+
+RC_GTEST_PROP(ClockProperty, ASleepEndsWhenTheLocalClockAdvancedByItsDuration, ()) {
+  // Random drift changes (at random true times) during sleeps of random lengths: every sleep ends at the
+  // first true nanosecond at which the local monotonic clock has advanced by its duration (one true
+  // nanosecond moves a clock of drift up to +50% by at most 2 ns).
+  const auto start_ppm = *rc::gen::inRange<std::int64_t>(-500'000, 500'001);
+  const auto changes = *rc::gen::container<std::vector<std::pair<std::int64_t, std::int64_t>>>(rc::gen::pair(
+      rc::gen::inRange<std::int64_t>(0, 5'000'000'000), rc::gen::inRange<std::int64_t>(-500'000, 500'001)));
+  const auto sleeps = *rc::gen::container<std::vector<std::int64_t>>(rc::gen::oneOf(
+      rc::gen::inRange<std::int64_t>(0, 1000), rc::gen::inRange<std::int64_t>(0, 2'000'000'000)));
+  World w;
+  std::vector<std::pair<Time, Time>> slept;  // (local before, local after) per sleep
+  ProcId p = w.spawn("p",
+                     [&](Context& c) {
+                       for (std::int64_t d : sleeps) {
+                         const Time before = c.now();
+                         c.sleep(Duration{d});
+                         slept.emplace_back(before, c.now());
+                       }
+                     },
+                     {.clock = {.drift_ppm = start_ppm}});
+  for (const auto& [at, ppm] : changes)
+    w.add_fault(Fault{.kind = Fault::Kind::clock_drift,
+                      .when = Trigger::at_time(Time{Duration{at}}),
+                      .target = p,
+                      .ppm = ppm});
+  w.run();
+  RC_ASSERT(slept.size() == sleeps.size());
+  for (std::size_t i = 0; i < sleeps.size(); ++i) {
+    const Duration advanced = slept[i].second - slept[i].first;
+    RC_ASSERT(advanced >= Duration{sleeps[i]});
+    RC_ASSERT(advanced < Duration{sleeps[i]} + 2ns);
+  }
 }
 
 RC_GTEST_PROP(ClockProperty, MonotonicNeverGoesBackAndWallFollowsJumps, ()) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -347,4 +348,130 @@ TEST(CrashDeathTest, AProcessThatGoesOnAfterItsEndStopsTheProgramWithAMessage) {
         (void)w.run_until(10ms);
       },
       "process 'stubborn' went on after its end");
+}
+
+// ---------------------------------------------------------------- a killed process sends nothing
+
+namespace {
+
+/// An RAII guard that says goodbye when it goes out of scope: by a send, a reply to `request` or a call, as
+/// `how` says.
+struct Goodbye {
+  Context& c;
+  ProcId peer;
+  int how = 0;  // 0 send, 1 reply, 2 call
+  std::optional<Message> request;
+  std::optional<Message>* call_result = nullptr;
+  ~Goodbye() {
+    if (how == 0) {
+      c.send(peer, Message{.type = "bye"});
+    } else if (how == 1) {
+      c.reply(*request, Message{.type = "bye"});
+    } else {
+      *call_result = c.call(peer, Message{.type = "bye"}, 1s);
+    }
+  }
+};
+
+/// p holds a Goodbye to q while it sleeps 100 ms (or, `crash`, is crashed at 50 ms in that sleep); `got`:
+/// the message types q received. Before the guard, p asks q once (so it has a request to reply to).
+struct GoodbyeRun {
+  GoodbyeRun(bool crash, int how) {
+    q = w.spawn("q", [this](Context& c) {
+      while (auto m = c.receive(1s)) {
+        got.push_back(std::string(m->type));
+        if (m->type == "ask") c.reply(*m, Message{.type = "ok"});
+      }
+    });
+    p = w.spawn("p", [this, how](Context& c) {
+      std::optional<Message> request;
+      if (how == 1) {
+        c.send(q, Message{.type = "ask"});
+        request = c.receive(1s);  // q's "ok": replying to it sends to q
+      }
+      Goodbye g{c, q, how, request, &call_result};
+      c.sleep(100ms);
+    });
+    if (crash) w.add_fault(Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(50ms), .target = p});
+    w.run();
+  }
+  World w;
+  ProcId p, q;
+  std::vector<std::string> got;
+  std::optional<Message> call_result{Message{.type = "unset"}};
+};
+
+}  // namespace
+
+TEST(Crash, AKilledProcessSendsNothingWhileItsStackUnwinds) {
+  for (int how = 0; how < 3; ++how) {
+    SCOPED_TRACE(how == 0 ? "send" : how == 1 ? "reply" : "call");
+    GoodbyeRun r(true, how);
+    const auto& got = r.got;
+    World* w = &r.w;
+    if (how == 1) {
+      EXPECT_EQ(got, (std::vector<std::string>{"ask"}));
+    } else {
+      EXPECT_TRUE(got.empty());
+    }
+    const ProcId p = r.p, q = r.q;
+    auto drops = events_of(*w, TraceKind::drop);
+    ASSERT_EQ(drops.size(), 1u);
+    EXPECT_EQ(drops[0].detail, "sender crashed");
+    EXPECT_EQ(drops[0].label, "bye");
+    EXPECT_EQ(drops[0].proc, q);
+    EXPECT_EQ(drops[0].peer, p);
+    EXPECT_EQ(drops[0].time, 50ms);
+    // No send record of the discarded message: the dead process did not send it.
+    for (const auto& e : events_of(*w, TraceKind::send, p)) EXPECT_NE(e.label, "bye");
+    if (how == 2) {
+      EXPECT_FALSE(r.call_result.has_value());  // a call of a dying process returns at once
+    }
+  }
+}
+
+TEST(Crash, TheSameGuardSendsAtANormalReturn) {
+  for (int how = 0; how < 3; ++how) {
+    SCOPED_TRACE(how == 0 ? "send" : how == 1 ? "reply" : "call");
+    GoodbyeRun r(false, how);
+    const auto& got = r.got;
+    World* w = &r.w;
+    if (how == 1) {
+      EXPECT_EQ(got, (std::vector<std::string>{"ask", "bye"}));
+    } else {
+      EXPECT_EQ(got, (std::vector<std::string>{"bye"}));
+    }
+    EXPECT_EQ(count_of(*w, TraceKind::drop), 0u);
+    if (how == 2) {
+      EXPECT_FALSE(r.call_result.has_value());  // q does not answer a "bye": the call times out
+    }
+  }
+}
+
+TEST(Crash, ADyingProcessStillReachesTheOracleAndLogsNotesEvenWhilePaused) {
+  // What a destructor records outside the world (a history, an observer) is no send: it still happens
+  // during the unwinding, and so do its notes, even of a process crashed while paused (a note would else
+  // stop it at the pause point, in the middle of its end).
+  World w;
+  std::vector<std::string> history;
+  struct Recorder {
+    Context& c;
+    std::vector<std::string>& h;
+    ~Recorder() {
+      h.push_back("ended at " + format_time(c.now()));
+      c.note("guard-ended");
+    }
+  };
+  ProcId p = w.spawn("p", [&](Context& c) {
+    Recorder r{c, history};
+    c.sleep(1s);
+  });
+  w.schedule(10ms, [&] { w.pause(p, 1s); });
+  w.add_fault(Fault{.kind = Fault::Kind::crash, .when = Trigger::at_time(20ms), .target = p});
+  w.run();
+  EXPECT_EQ(history, (std::vector<std::string>{"ended at 0.02s"}));
+  auto notes = events_of(w, TraceKind::note, p);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].label, "guard-ended");
+  EXPECT_EQ(w.state(p), ProcState::crashed);
 }

@@ -64,8 +64,9 @@ TEST(Network, TwoWayPartitionDropsBothDirectionsAndHeals) {
   auto net = events_of(pw.w, TraceKind::network);
   ASSERT_EQ(net.size(), 2u);
   EXPECT_EQ(net[0].label, "partition");
-  EXPECT_EQ(net[0].detail, "a | b");
+  EXPECT_EQ(net[0].detail, "#1 a | b");
   EXPECT_EQ(net[1].label, "heal");
+  EXPECT_EQ(net[1].detail, "#1 a | b");
   EXPECT_EQ(net[1].time, 55ms);
 }
 
@@ -80,7 +81,7 @@ TEST(Network, OneWayPartitionDropsOnlyOneDirection) {
   pw.w.run();
   EXPECT_EQ(pw.numbers(pw.got_b), (std::vector<int>{0, 1, 2, 6, 7, 8, 9}));  // a -> b cut
   EXPECT_EQ(pw.numbers(pw.got_a), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
-  EXPECT_EQ(events_of(pw.w, TraceKind::network)[0].detail, "a -> b");
+  EXPECT_EQ(events_of(pw.w, TraceKind::network)[0].detail, "#1 a -> b");
 }
 
 TEST(Network, PartitionWithoutDurationLastsUntilAnExplicitHeal) {
