@@ -57,9 +57,15 @@ std::string meanwhile(const RunOutput& run, Time from, Time to) {
       out.push_back(fmt::format("{}'s wall clock jumped by {} at {}", n, value("by="), at));
     if (ev.kind == TraceKind::clock && ev.label == "drift")
       out.push_back(fmt::format("{}'s clock drift became {} ppm at {}", n, value("ppm="), at));
-    if (ev.kind == TraceKind::network)
-      out.push_back(ev.label == "heal" ? fmt::format("the network healed at {}", at)
-                                       : fmt::format("the network was partitioned at {}", at));
+    if (ev.kind == TraceKind::network) {
+      // Details name the partition ("#2 client1 | store"), or "all" for a heal of every partition.
+      const std::string which = ev.detail.empty() || ev.detail == "all" ? std::string{} : " (" + ev.detail + ")";
+      if (ev.label == "heal")
+        out.push_back(which.empty() ? fmt::format("the network healed at {}", at)
+                                    : fmt::format("a partition{} healed at {}", which, at));
+      else
+        out.push_back(fmt::format("the network was partitioned{} at {}", which, at));
+    }
     if (ev.kind == TraceKind::fault && ev.label.find("delay") != std::string::npos)
       out.push_back(fmt::format("a network delay spike began at {}", at));
   }
