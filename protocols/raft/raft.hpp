@@ -7,7 +7,8 @@
 /// applied state and lease deadlines are volatile and rebuilt, as in etcd.
 ///
 /// Lock service (etcd v3 leases + concurrency.Mutex, reduced to what a lock needs):
-///  - grant(ttl) creates a lease whose id is the log index of the grant entry;
+///  - grant(ttl) creates a lease whose id is the log index of the grant entry (a retry with the client's
+///    grant key names the same lease: protocols/raft/lock_service.hpp);
 ///  - keepalive(lease) goes through the log, so only a leader that can still commit answers it (etcd checks
 ///    leadership before renewing for the same reason); the leader then pushes the lease's deadline to now +
 ///    ttl;
@@ -29,23 +30,10 @@
 #include <string_view>
 #include <vector>
 
+#include "protocols/raft/lock_service.hpp"
 #include "sim/world.hpp"
 
 namespace locksim::raft {
-
-/// A state-machine command.
-enum class Op : std::uint8_t { noop, grant, keepalive, revoke, lock, unlock };
-std::string_view to_string(Op op);
-
-struct Command {
-  Op op = Op::noop;
-  std::uint64_t lease = 0;
-  Duration ttl{0};   ///< grant only
-  std::string name;  ///< lock / unlock: the lock name
-  bool expired =
-      false;  ///< revoke only: decided by the leader because the lease ran out (not asked by a client)
-  friend bool operator==(const Command&, const Command&) = default;
-};
 
 /// One log entry.
 struct Entry {
@@ -57,39 +45,6 @@ struct Entry {
 /// Text form used in Storage (one key per entry).
 std::string encode(const Entry& e);
 std::optional<Entry> decode(std::string_view s);
-
-/// The lock service: deterministic, the same on every member for the same log prefix.
-class LockService {
- public:
-  struct Lease {
-    Duration ttl{0};
-    std::set<std::string> locks;  ///< lock names with a key under this lease
-  };
-  /// A key became the holder of its lock.
-  struct HolderChange {
-    std::string lock;
-    std::uint64_t lease = 0;
-    std::uint64_t rev = 0;
-  };
-  struct Result {
-    bool ok = false;
-    std::uint64_t value = 0;  ///< grant: lease id; lock: create revision; otherwise the lease
-    std::string error;        ///< "lease-not-found", "no-key"
-  };
-
-  /// Apply the command of log entry `index`; holder changes it caused are appended to `changes`.
-  Result apply(std::uint64_t index, const Command& c, std::vector<HolderChange>& changes);
-  /// The holder of `lock`: (lease, create revision).
-  std::optional<std::pair<std::uint64_t, std::uint64_t>> holder(const std::string& lock) const;
-  /// The create revision of key lock/lease, if it exists.
-  std::optional<std::uint64_t> key_rev(const std::string& lock, std::uint64_t lease) const;
-  const std::map<std::uint64_t, Lease>& leases() const { return leases_; }
-
- private:
-  void delete_key(const std::string& lock, std::uint64_t lease, std::vector<HolderChange>& changes);
-  std::map<std::uint64_t, Lease> leases_;
-  std::map<std::string, std::map<std::uint64_t, std::uint64_t>> keys_;  // lock → rev → lease
-};
 
 /// Client request / reply bodies (message types "raft.client" / "raft.client.reply").
 struct ClientRequest {
