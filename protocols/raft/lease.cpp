@@ -106,7 +106,8 @@ std::optional<Grant> LeaseClient::acquire(Context& ctx, const std::string& key, 
           got = r;
           break;
         }
-        if (r->error == "not-leader") {
+        // Not done, or perhaps done by a leader that lost its office: ask again (lock is idempotent).
+        if (r->error == "not-leader" || r->error == "leader-changed") {
           if (r->req != last_req) continue;  // an older request's answer: the newer one is still out
           const bool hinted = r->leader && *r->leader != rc_.target();
           rc_.redirect(&*r);

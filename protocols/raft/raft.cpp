@@ -84,7 +84,6 @@ struct Pending {
   ProcId client;
   std::uint64_t msg = 0;  // request message id (reply_to)
   std::uint64_t req = 0;
-  std::uint64_t term = 0;
   Time appended{};
 };
 
@@ -263,7 +262,7 @@ class Node {
     append_local(Entry{term_, std::move(c)});
     if (request) {
       const auto* rq = request->as<ClientRequest>();
-      pending_[last_index()] = Pending{request->from, request->id, rq->req, term_, ctx_.now()};
+      pending_[last_index()] = Pending{request->from, request->id, rq->req, ctx_.now()};
     }
     advance_commit();  // a group of one commits alone
     for (ProcId p : peers_)
@@ -346,14 +345,12 @@ class Node {
     }
     auto pit = pending_.find(index);
     if (pit == pending_.end()) return;
+    // The entry at a pending index is the one this leader appended for it: a leader's log only grows while
+    // it leads, and pending_ is answered and cleared when it stops.
     Pending p = pit->second;
     pending_.erase(pit);
-    if (p.term != e.term) {
-      send_reply(p, ClientReply{p.req, false, 0, "not-leader", leader_});
-      return;
-    }
     if (promise && obs_ && obs_->on_promise) {
-      auto l = sm_.leases().find(c.op == Op::grant ? index : c.lease);
+      auto l = sm_.leases().find(res.value);
       obs_->on_promise(ctx_.name(), l->first, l->second.ttl, now - p.appended);
     }
     if (c.op == Op::lock && res.ok) {
@@ -401,10 +398,14 @@ class Node {
     ctx_.send(p.client, std::move(m));
   }
 
+  /// Stepping down: every request this leader still owes an answer has its entry in the log (appended, or
+  /// for a lock waiter committed), and a later leader may commit and apply it. Its outcome is unknown:
+  /// "leader-changed", never "not-leader" (which says nothing was done, and invites a retry that could do it
+  /// twice).
   void fail_all_pending() {
-    for (const auto& [i, p] : pending_) send_reply(p, ClientReply{p.req, false, 0, "not-leader", {}});
+    for (const auto& [i, p] : pending_) send_reply(p, ClientReply{p.req, false, 0, "leader-changed", {}});
     for (const auto& [k, ps] : waiters_)
-      for (const Pending& p : ps) send_reply(p, ClientReply{p.req, false, 0, "not-leader", {}});
+      for (const Pending& p : ps) send_reply(p, ClientReply{p.req, false, 0, "leader-changed", {}});
     pending_.clear();
     waiters_.clear();
   }
@@ -603,7 +604,9 @@ std::optional<ClientReply> RaftClient::submit(Context& ctx, const Command& cmd, 
   while (ctx.now() < deadline) {
     const std::uint64_t req = send(ctx, cmd);
     auto r = wait(ctx, {req}, std::min(deadline, ctx.now() + rpc_timeout_));
-    if (r && r->error != "not-leader") return r;
+    // "not-leader": nothing was done; "leader-changed": perhaps done. Both are asked again of the next leader
+    // (every command is idempotent: a grant through its key), so only a definite answer is returned.
+    if (r && r->error != "not-leader" && r->error != "leader-changed") return r;
     const bool hinted = r && r->leader && *r->leader != target();
     redirect(r ? &*r : nullptr);
     if (!hinted && ctx.now() < deadline) ctx.sleep(std::min(retry_pause_, deadline - ctx.now()));

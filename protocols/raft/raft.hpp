@@ -55,7 +55,10 @@ struct ClientReply {
   std::uint64_t req = 0;
   bool ok = false;
   std::uint64_t value = 0;
-  std::string error;  ///< "not-leader" (with `leader` as a hint), "lease-not-found", "deleted", "no-key"
+  /// "not-leader" (with `leader` as a hint: nothing was done), "leader-changed" (the entry was appended but
+  /// the leader lost its office before it was applied: it may still commit, so the outcome is unknown, as
+  /// etcd's "leader changed"), "lease-not-found", "deleted", "no-key"
+  std::string error;
   std::optional<ProcId> leader;
 };
 inline constexpr const char* kClientRequestType = "raft.client";
@@ -107,7 +110,8 @@ class RaftClient {
  public:
   RaftClient(std::vector<ProcId> servers, Duration rpc_timeout, Duration retry_pause = 10ms);
   /// Run `cmd` on the leader; nothing if no definite answer came before `deadline` (this node's clock).
-  /// A "not-leader" answer is never returned: it is followed.
+  /// A "not-leader" answer is never returned: it is followed; nor is "leader-changed" (the outcome is
+  /// unknown): the command is sent again, so it must be idempotent (a grant carries a grant key).
   std::optional<ClientReply> submit(Context& ctx, const Command& cmd, Time deadline);
   /// Send `cmd` to the member believed to be leader; returns the request id.
   std::uint64_t send(Context& ctx, const Command& cmd);
