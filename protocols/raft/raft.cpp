@@ -58,12 +58,16 @@ struct AppendRequest {
   std::uint64_t prev_term = 0;
   std::vector<Entry> entries;
   std::uint64_t commit = 0;
+  Time sent{};  ///< the leader's monotonic clock when it sent this request
 };
 struct AppendReply {
   std::uint64_t term = 0;
   bool success = false;
   std::uint64_t match =
       0;  ///< success: last index known to match; failure: where the leader should retry from - 1
+  /// The `sent` of the request this answers: check-quorum counts the reply as a sign of life from that
+  /// moment, not from when the leader got round to reading it (a reply read after a pause is old news).
+  Time sent{};
 };
 
 constexpr const char* kVote = "raft.vote";
@@ -147,6 +151,8 @@ class Node {
   }
   void truncate_after(std::uint64_t n) {
     const std::uint64_t old = last_index();
+    if (obs_ && obs_->on_truncate)
+      for (std::uint64_t i = n + 1; i <= old; ++i) obs_->on_truncate(ctx_.name(), i, log_[i]);
     log_.resize(n + 1);
     ctx_.storage().put(kLastKey, std::to_string(n));
     for (std::uint64_t i = n + 1; i <= old; ++i) ctx_.storage().erase(log_key(i));
@@ -164,7 +170,8 @@ class Node {
 
   Time next_timer() const {
     if (role_ != Role::leader) return election_deadline_;
-    Time t = std::min(heartbeat_deadline_, quorum_deadline_);
+    // Without check-quorum the quorum deadline is never moved on: waking for it would spin at one instant.
+    Time t = sh_.opts.check_quorum ? std::min(heartbeat_deadline_, quorum_deadline_) : heartbeat_deadline_;
     for (const auto& [lease, d] : deadlines_)
       if (!pending_revoke_.count(lease)) t = std::min(t, d - (lease_clock() - ctx_.now()));  // on ctx_.now()
     return t;
@@ -211,6 +218,8 @@ class Node {
     role_ = Role::follower;
     leader_ = leader;
     if (was_leader) {
+      ctx_.note("raft-step-down", fmt::format("term={}", term_));
+      if (obs_ && obs_->on_step_down) obs_->on_step_down(ctx_.name(), term_);
       reset_election_timer();
       fail_all_pending();
       deadlines_.clear();
@@ -278,6 +287,7 @@ class Node {
     const std::uint64_t end = std::min<std::uint64_t>(last_index(), next - 1 + sh_.opts.max_batch);
     for (std::uint64_t i = next; i <= end; ++i) r.entries.push_back(log_[i]);
     r.commit = commit_;
+    r.sent = ctx_.now();
     std::string detail =
         fmt::format("term={} prev={} n={} commit={}", term_, r.prev_index, r.entries.size(), commit_);
     ctx_.send(p, Message::of(kAppend, std::move(r), std::move(detail)));
@@ -290,14 +300,20 @@ class Node {
       for (ProcId p : peers_)
         if (match_[p] >= n) ++count;
       if (count >= majority()) {
-        commit_ = n;
-        apply_committed();
+        set_commit(n);
         return;
       }
     }
   }
 
   // ------------------------------------------------ applying
+  void set_commit(std::uint64_t c) {
+    if (c == commit_) return;
+    if (obs_ && obs_->on_commit) obs_->on_commit(ctx_.name(), commit_, c);
+    commit_ = c;
+    apply_committed();
+  }
+
   void apply_committed() {
     while (applied_ < commit_) {
       const std::uint64_t index = ++applied_;
@@ -455,14 +471,14 @@ class Node {
 
   void on_append(const Message& m, const AppendRequest& r) {
     if (r.term < term_) {
-      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, 0}, "stale term"));
+      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, 0, r.sent}, "stale term"));
       return;
     }
     if (r.term > term_ || role_ != Role::follower) become_follower(r.term, m.from);
     leader_ = m.from;
     reset_election_timer();
     if (r.prev_index > last_index()) {
-      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, last_index()}, "gap"));
+      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, last_index(), r.sent}, "gap"));
       return;
     }
     if (log_[r.prev_index].term != r.prev_term) {
@@ -470,7 +486,7 @@ class Node {
       const std::uint64_t bad = log_[r.prev_index].term;
       std::uint64_t first = r.prev_index;
       while (first > 1 && log_[first - 1].term == bad) --first;
-      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, first - 1}, "mismatch"));
+      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, first - 1, r.sent}, "mismatch"));
       return;
     }
     std::uint64_t idx = r.prev_index;
@@ -482,28 +498,33 @@ class Node {
       }
       append_local(e);
     }
+    // Known to match the leader's log: up to the last entry of this request (a stale request, reordered or
+    // duplicated, may cover less than this member already has). The commit index never moves back.
     const std::uint64_t match = r.prev_index + r.entries.size();
-    if (r.commit > commit_) {
-      commit_ = std::min(r.commit, match);
-      apply_committed();
-    }
-    ctx_.send(m.from,
-              Message::of(kAppendReply, AppendReply{term_, true, match}, fmt::format("match={}", match)));
+    set_commit(std::max(commit_, std::min(r.commit, match)));
+    ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, true, match, r.sent},
+                                  fmt::format("match={}", match)));
   }
 
   void on_append_reply(const Message& m, const AppendReply& r) {
     if (r.term > term_) return become_follower(r.term, std::nullopt);
     if (role_ != Role::leader || r.term != term_) return;
     const ProcId p = m.from;
-    last_ack_[p] = ctx_.now();
+    last_ack_[p] = std::max(last_ack_[p], r.sent);
+    // The next request goes out only when this answer moved something: a duplicated or stale answer must
+    // not send one more request (whose answers, duplicated too, would each send more). A lost one is made
+    // good by the next heartbeat.
     if (r.success) {
+      const bool progress = r.match > match_[p];
       match_[p] = std::max(match_[p], r.match);
       next_[p] = std::max(next_[p], match_[p] + 1);
+      if (!progress) return;
       advance_commit();
-      if (role_ == Role::leader && next_[p] <= last_index()) send_append(p);
+      if (next_[p] <= last_index()) send_append(p);
     } else {
+      const std::uint64_t before = next_[p];
       next_[p] = std::max(match_[p] + 1, std::min(next_[p] > 1 ? next_[p] - 1 : 1, r.match + 1));
-      send_append(p);
+      if (next_[p] != before) send_append(p);
     }
   }
 

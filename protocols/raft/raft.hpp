@@ -69,6 +69,12 @@ inline constexpr const char* kClientReplyType = "raft.client.reply";
 struct Observer {
   /// `node` became leader of `term`.
   std::function<void(const std::string& node, std::uint64_t term)> on_leader;
+  /// `node` stopped leading `term` (it heard a higher term, or check-quorum found no majority).
+  std::function<void(const std::string& node, std::uint64_t term)> on_step_down;
+  /// `node`'s commit index moved from `from` to `to` (from 0 again after a restart).
+  std::function<void(const std::string& node, std::uint64_t from, std::uint64_t to)> on_commit;
+  /// `node` removed entry `index` from its log (a conflict with the leader's log).
+  std::function<void(const std::string& node, std::uint64_t index, const Entry& e)> on_truncate;
   /// `node` applied committed entry `index` (every member, every incarnation, from index 1 up).
   std::function<void(const std::string& node, std::uint64_t index, const Entry& e)> on_apply;
   /// Applied on the leader: key lock/lease with revision `rev` became the holder.
