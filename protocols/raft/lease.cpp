@@ -73,8 +73,12 @@ std::optional<Grant> LeaseClient::acquire(Context& ctx, const std::string& key, 
   const Duration interval = keepalive_interval_ > 0ns ? keepalive_interval_ : ttl / 3;
   while (ctx.now() < give_up) {
     // 1. A lease. Its validity is measured from when the grant request was sent.
+    // The grant carries a key of this attempt's own: submit() asks again after an ambiguous answer (a
+    // timeout, "leader-changed") and the first grant may have committed; the key makes the retry name
+    // that lease instead of creating a second one, which nobody would revoke or keep alive.
     const Time sent = ctx.now();
-    auto g = rc_.submit(ctx, Command{Op::grant, 0, ttl, {}, false}, give_up);
+    const std::uint64_t grant_key = ctx.rng().next() | 1;  // never 0 (no key)
+    auto g = rc_.submit(ctx, Command{Op::grant, grant_key, ttl, {}, false}, give_up);
     if (!g) return std::nullopt;
     if (!g->ok) continue;
     const std::uint64_t lease = g->value;
@@ -103,7 +107,8 @@ std::optional<Grant> LeaseClient::acquire(Context& ctx, const std::string& key, 
           got = r;
           break;
         }
-        if (r->error == "not-leader") {
+        // Not done, or perhaps done by a leader that lost its office: ask again (lock is idempotent).
+        if (r->error == "not-leader" || r->error == "leader-changed") {
           if (r->req != last_req) continue;  // an older request's answer: the newer one is still out
           const bool hinted = r->leader && *r->leader != rc_.target();
           rc_.redirect(&*r);

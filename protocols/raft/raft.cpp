@@ -7,24 +7,6 @@
 
 namespace locksim::raft {
 
-std::string_view to_string(Op op) {
-  switch (op) {
-    case Op::noop:
-      return "noop";
-    case Op::grant:
-      return "grant";
-    case Op::keepalive:
-      return "keepalive";
-    case Op::revoke:
-      return "revoke";
-    case Op::lock:
-      return "lock";
-    case Op::unlock:
-      return "unlock";
-  }
-  return "?";
-}
-
 // ---------------------------------------------------------------- encoding
 
 std::string encode(const Entry& e) {
@@ -57,81 +39,6 @@ std::optional<Entry> decode(std::string_view s) {
   return e;
 }
 
-// ---------------------------------------------------------------- lock service
-
-std::optional<std::pair<std::uint64_t, std::uint64_t>> LockService::holder(const std::string& lock) const {
-  auto it = keys_.find(lock);
-  if (it == keys_.end() || it->second.empty()) return std::nullopt;
-  const auto& [rev, lease] = *it->second.begin();
-  return std::pair{lease, rev};
-}
-
-std::optional<std::uint64_t> LockService::key_rev(const std::string& lock, std::uint64_t lease) const {
-  auto it = keys_.find(lock);
-  if (it == keys_.end()) return std::nullopt;
-  for (const auto& [rev, l] : it->second)
-    if (l == lease) return rev;
-  return std::nullopt;
-}
-
-void LockService::delete_key(const std::string& lock, std::uint64_t lease,
-                             std::vector<HolderChange>& changes) {
-  auto it = keys_.find(lock);
-  if (it == keys_.end()) return;
-  auto& revs = it->second;
-  const bool was_holder = !revs.empty() && revs.begin()->second == lease;
-  for (auto k = revs.begin(); k != revs.end(); ++k) {
-    if (k->second == lease) {
-      revs.erase(k);
-      break;
-    }
-  }
-  if (auto l = leases_.find(lease); l != leases_.end()) l->second.locks.erase(lock);
-  if (revs.empty()) {
-    keys_.erase(it);
-    return;
-  }
-  if (was_holder) changes.push_back({lock, revs.begin()->second, revs.begin()->first});
-}
-
-LockService::Result LockService::apply(std::uint64_t index, const Command& c,
-                                       std::vector<HolderChange>& changes) {
-  switch (c.op) {
-    case Op::noop:
-      return {true, 0, {}};
-    case Op::grant:
-      leases_[index] = Lease{c.ttl, {}};
-      return {true, index, {}};
-    case Op::keepalive:
-      if (!leases_.count(c.lease)) return {false, c.lease, "lease-not-found"};
-      return {true, c.lease, {}};
-    case Op::revoke: {
-      auto it = leases_.find(c.lease);
-      if (it == leases_.end()) return {false, c.lease, "lease-not-found"};
-      const std::set<std::string> locks = it->second.locks;
-      for (const auto& lock : locks) delete_key(lock, c.lease, changes);
-      leases_.erase(c.lease);
-      return {true, c.lease, {}};
-    }
-    case Op::lock: {
-      auto it = leases_.find(c.lease);
-      if (it == leases_.end()) return {false, c.lease, "lease-not-found"};
-      if (auto rev = key_rev(c.name, c.lease)) return {true, *rev, {}};
-      auto& revs = keys_[c.name];
-      revs[index] = c.lease;
-      it->second.locks.insert(c.name);
-      if (revs.begin()->first == index) changes.push_back({c.name, c.lease, index});
-      return {true, index, {}};
-    }
-    case Op::unlock: {
-      if (!key_rev(c.name, c.lease)) return {false, c.lease, "no-key"};
-      delete_key(c.name, c.lease, changes);
-      return {true, c.lease, {}};
-    }
-  }
-  return {false, 0, "bad-op"};
-}
-
 // ---------------------------------------------------------------- messages between members
 
 namespace {
@@ -151,12 +58,16 @@ struct AppendRequest {
   std::uint64_t prev_term = 0;
   std::vector<Entry> entries;
   std::uint64_t commit = 0;
+  Time sent{};  ///< the leader's monotonic clock when it sent this request
 };
 struct AppendReply {
   std::uint64_t term = 0;
   bool success = false;
   std::uint64_t match =
       0;  ///< success: last index known to match; failure: where the leader should retry from - 1
+  /// The `sent` of the request this answers: check-quorum counts the reply as a sign of life from that
+  /// moment, not from when the leader got round to reading it (a reply read after a pause is old news).
+  Time sent{};
 };
 
 constexpr const char* kVote = "raft.vote";
@@ -177,7 +88,6 @@ struct Pending {
   ProcId client;
   std::uint64_t msg = 0;  // request message id (reply_to)
   std::uint64_t req = 0;
-  std::uint64_t term = 0;
   Time appended{};
 };
 
@@ -241,6 +151,8 @@ class Node {
   }
   void truncate_after(std::uint64_t n) {
     const std::uint64_t old = last_index();
+    if (obs_ && obs_->on_truncate)
+      for (std::uint64_t i = n + 1; i <= old; ++i) obs_->on_truncate(ctx_.name(), i, log_[i]);
     log_.resize(n + 1);
     ctx_.storage().put(kLastKey, std::to_string(n));
     for (std::uint64_t i = n + 1; i <= old; ++i) ctx_.storage().erase(log_key(i));
@@ -258,7 +170,8 @@ class Node {
 
   Time next_timer() const {
     if (role_ != Role::leader) return election_deadline_;
-    Time t = std::min(heartbeat_deadline_, quorum_deadline_);
+    // Without check-quorum the quorum deadline is never moved on: waking for it would spin at one instant.
+    Time t = sh_.opts.check_quorum ? std::min(heartbeat_deadline_, quorum_deadline_) : heartbeat_deadline_;
     for (const auto& [lease, d] : deadlines_)
       if (!pending_revoke_.count(lease)) t = std::min(t, d - (lease_clock() - ctx_.now()));  // on ctx_.now()
     return t;
@@ -305,6 +218,8 @@ class Node {
     role_ = Role::follower;
     leader_ = leader;
     if (was_leader) {
+      ctx_.note("raft-step-down", fmt::format("term={}", term_));
+      if (obs_ && obs_->on_step_down) obs_->on_step_down(ctx_.name(), term_);
       reset_election_timer();
       fail_all_pending();
       deadlines_.clear();
@@ -356,7 +271,7 @@ class Node {
     append_local(Entry{term_, std::move(c)});
     if (request) {
       const auto* rq = request->as<ClientRequest>();
-      pending_[last_index()] = Pending{request->from, request->id, rq->req, term_, ctx_.now()};
+      pending_[last_index()] = Pending{request->from, request->id, rq->req, ctx_.now()};
     }
     advance_commit();  // a group of one commits alone
     for (ProcId p : peers_)
@@ -372,6 +287,7 @@ class Node {
     const std::uint64_t end = std::min<std::uint64_t>(last_index(), next - 1 + sh_.opts.max_batch);
     for (std::uint64_t i = next; i <= end; ++i) r.entries.push_back(log_[i]);
     r.commit = commit_;
+    r.sent = ctx_.now();
     std::string detail =
         fmt::format("term={} prev={} n={} commit={}", term_, r.prev_index, r.entries.size(), commit_);
     ctx_.send(p, Message::of(kAppend, std::move(r), std::move(detail)));
@@ -384,14 +300,20 @@ class Node {
       for (ProcId p : peers_)
         if (match_[p] >= n) ++count;
       if (count >= majority()) {
-        commit_ = n;
-        apply_committed();
+        set_commit(n);
         return;
       }
     }
   }
 
   // ------------------------------------------------ applying
+  void set_commit(std::uint64_t c) {
+    if (c == commit_) return;
+    if (obs_ && obs_->on_commit) obs_->on_commit(ctx_.name(), commit_, c);
+    commit_ = c;
+    apply_committed();
+  }
+
   void apply_committed() {
     while (applied_ < commit_) {
       const std::uint64_t index = ++applied_;
@@ -408,8 +330,8 @@ class Node {
     const Time now = ctx_.now();
     const Command& c = e.cmd;
     bool promise = false;
-    if (c.op == Op::grant) {
-      deadlines_[index] = lease_clock() + c.ttl;
+    if (c.op == Op::grant && res.ok) {  // a new lease, or (a retried grant) the one its key names
+      deadlines_[res.value] = std::max(deadlines_[res.value], lease_clock() + c.ttl);
       promise = true;
     } else if (c.op == Op::keepalive && res.ok) {
       // A revoke this leader already appended after this entry wins: answering ok would promise a lease that
@@ -439,14 +361,12 @@ class Node {
     }
     auto pit = pending_.find(index);
     if (pit == pending_.end()) return;
+    // The entry at a pending index is the one this leader appended for it: a leader's log only grows while
+    // it leads, and pending_ is answered and cleared when it stops.
     Pending p = pit->second;
     pending_.erase(pit);
-    if (p.term != e.term) {
-      send_reply(p, ClientReply{p.req, false, 0, "not-leader", leader_});
-      return;
-    }
     if (promise && obs_ && obs_->on_promise) {
-      auto l = sm_.leases().find(c.op == Op::grant ? index : c.lease);
+      auto l = sm_.leases().find(res.value);
       obs_->on_promise(ctx_.name(), l->first, l->second.ttl, now - p.appended);
     }
     if (c.op == Op::lock && res.ok) {
@@ -494,10 +414,14 @@ class Node {
     ctx_.send(p.client, std::move(m));
   }
 
+  /// Stepping down: every request this leader still owes an answer has its entry in the log (appended, or
+  /// for a lock waiter committed), and a later leader may commit and apply it. Its outcome is unknown:
+  /// "leader-changed", never "not-leader" (which says nothing was done, and invites a retry that could do it
+  /// twice).
   void fail_all_pending() {
-    for (const auto& [i, p] : pending_) send_reply(p, ClientReply{p.req, false, 0, "not-leader", {}});
+    for (const auto& [i, p] : pending_) send_reply(p, ClientReply{p.req, false, 0, "leader-changed", {}});
     for (const auto& [k, ps] : waiters_)
-      for (const Pending& p : ps) send_reply(p, ClientReply{p.req, false, 0, "not-leader", {}});
+      for (const Pending& p : ps) send_reply(p, ClientReply{p.req, false, 0, "leader-changed", {}});
     pending_.clear();
     waiters_.clear();
   }
@@ -547,14 +471,14 @@ class Node {
 
   void on_append(const Message& m, const AppendRequest& r) {
     if (r.term < term_) {
-      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, 0}, "stale term"));
+      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, 0, r.sent}, "stale term"));
       return;
     }
     if (r.term > term_ || role_ != Role::follower) become_follower(r.term, m.from);
     leader_ = m.from;
     reset_election_timer();
     if (r.prev_index > last_index()) {
-      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, last_index()}, "gap"));
+      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, last_index(), r.sent}, "gap"));
       return;
     }
     if (log_[r.prev_index].term != r.prev_term) {
@@ -562,7 +486,7 @@ class Node {
       const std::uint64_t bad = log_[r.prev_index].term;
       std::uint64_t first = r.prev_index;
       while (first > 1 && log_[first - 1].term == bad) --first;
-      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, first - 1}, "mismatch"));
+      ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, false, first - 1, r.sent}, "mismatch"));
       return;
     }
     std::uint64_t idx = r.prev_index;
@@ -574,28 +498,33 @@ class Node {
       }
       append_local(e);
     }
+    // Known to match the leader's log: up to the last entry of this request (a stale request, reordered or
+    // duplicated, may cover less than this member already has). The commit index never moves back.
     const std::uint64_t match = r.prev_index + r.entries.size();
-    if (r.commit > commit_) {
-      commit_ = std::min(r.commit, match);
-      apply_committed();
-    }
-    ctx_.send(m.from,
-              Message::of(kAppendReply, AppendReply{term_, true, match}, fmt::format("match={}", match)));
+    set_commit(std::max(commit_, std::min(r.commit, match)));
+    ctx_.send(m.from, Message::of(kAppendReply, AppendReply{term_, true, match, r.sent},
+                                  fmt::format("match={}", match)));
   }
 
   void on_append_reply(const Message& m, const AppendReply& r) {
     if (r.term > term_) return become_follower(r.term, std::nullopt);
     if (role_ != Role::leader || r.term != term_) return;
     const ProcId p = m.from;
-    last_ack_[p] = ctx_.now();
+    last_ack_[p] = std::max(last_ack_[p], r.sent);
+    // The next request goes out only when this answer moved something: a duplicated or stale answer must
+    // not send one more request (whose answers, duplicated too, would each send more). A lost one is made
+    // good by the next heartbeat.
     if (r.success) {
+      const bool progress = r.match > match_[p];
       match_[p] = std::max(match_[p], r.match);
       next_[p] = std::max(next_[p], match_[p] + 1);
+      if (!progress) return;
       advance_commit();
-      if (role_ == Role::leader && next_[p] <= last_index()) send_append(p);
+      if (next_[p] <= last_index()) send_append(p);
     } else {
+      const std::uint64_t before = next_[p];
       next_[p] = std::max(match_[p] + 1, std::min(next_[p] > 1 ? next_[p] - 1 : 1, r.match + 1));
-      send_append(p);
+      if (next_[p] != before) send_append(p);
     }
   }
 
@@ -696,7 +625,9 @@ std::optional<ClientReply> RaftClient::submit(Context& ctx, const Command& cmd, 
   while (ctx.now() < deadline) {
     const std::uint64_t req = send(ctx, cmd);
     auto r = wait(ctx, {req}, std::min(deadline, ctx.now() + rpc_timeout_));
-    if (r && r->error != "not-leader") return r;
+    // "not-leader": nothing was done; "leader-changed": perhaps done. Both are asked again of the next leader
+    // (every command is idempotent: a grant through its key), so only a definite answer is returned.
+    if (r && r->error != "not-leader" && r->error != "leader-changed") return r;
     const bool hinted = r && r->leader && *r->leader != target();
     redirect(r ? &*r : nullptr);
     if (!hinted && ctx.now() < deadline) ctx.sleep(std::min(retry_pause_, deadline - ctx.now()));

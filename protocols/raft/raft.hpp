@@ -7,7 +7,8 @@
 /// applied state and lease deadlines are volatile and rebuilt, as in etcd.
 ///
 /// Lock service (etcd v3 leases + concurrency.Mutex, reduced to what a lock needs):
-///  - grant(ttl) creates a lease whose id is the log index of the grant entry;
+///  - grant(ttl) creates a lease whose id is the log index of the grant entry (a retry with the client's
+///    grant key names the same lease: protocols/raft/lock_service.hpp);
 ///  - keepalive(lease) goes through the log, so only a leader that can still commit answers it (etcd checks
 ///    leadership before renewing for the same reason); the leader then pushes the lease's deadline to now +
 ///    ttl;
@@ -29,23 +30,10 @@
 #include <string_view>
 #include <vector>
 
+#include "protocols/raft/lock_service.hpp"
 #include "sim/world.hpp"
 
 namespace locksim::raft {
-
-/// A state-machine command.
-enum class Op : std::uint8_t { noop, grant, keepalive, revoke, lock, unlock };
-std::string_view to_string(Op op);
-
-struct Command {
-  Op op = Op::noop;
-  std::uint64_t lease = 0;
-  Duration ttl{0};   ///< grant only
-  std::string name;  ///< lock / unlock: the lock name
-  bool expired =
-      false;  ///< revoke only: decided by the leader because the lease ran out (not asked by a client)
-  friend bool operator==(const Command&, const Command&) = default;
-};
 
 /// One log entry.
 struct Entry {
@@ -58,39 +46,6 @@ struct Entry {
 std::string encode(const Entry& e);
 std::optional<Entry> decode(std::string_view s);
 
-/// The lock service: deterministic, the same on every member for the same log prefix.
-class LockService {
- public:
-  struct Lease {
-    Duration ttl{0};
-    std::set<std::string> locks;  ///< lock names with a key under this lease
-  };
-  /// A key became the holder of its lock.
-  struct HolderChange {
-    std::string lock;
-    std::uint64_t lease = 0;
-    std::uint64_t rev = 0;
-  };
-  struct Result {
-    bool ok = false;
-    std::uint64_t value = 0;  ///< grant: lease id; lock: create revision; otherwise the lease
-    std::string error;        ///< "lease-not-found", "no-key"
-  };
-
-  /// Apply the command of log entry `index`; holder changes it caused are appended to `changes`.
-  Result apply(std::uint64_t index, const Command& c, std::vector<HolderChange>& changes);
-  /// The holder of `lock`: (lease, create revision).
-  std::optional<std::pair<std::uint64_t, std::uint64_t>> holder(const std::string& lock) const;
-  /// The create revision of key lock/lease, if it exists.
-  std::optional<std::uint64_t> key_rev(const std::string& lock, std::uint64_t lease) const;
-  const std::map<std::uint64_t, Lease>& leases() const { return leases_; }
-
- private:
-  void delete_key(const std::string& lock, std::uint64_t lease, std::vector<HolderChange>& changes);
-  std::map<std::uint64_t, Lease> leases_;
-  std::map<std::string, std::map<std::uint64_t, std::uint64_t>> keys_;  // lock → rev → lease
-};
-
 /// Client request / reply bodies (message types "raft.client" / "raft.client.reply").
 struct ClientRequest {
   std::uint64_t req = 0;
@@ -100,7 +55,10 @@ struct ClientReply {
   std::uint64_t req = 0;
   bool ok = false;
   std::uint64_t value = 0;
-  std::string error;  ///< "not-leader" (with `leader` as a hint), "lease-not-found", "deleted", "no-key"
+  /// "not-leader" (with `leader` as a hint: nothing was done), "leader-changed" (the entry was appended but
+  /// the leader lost its office before it was applied: it may still commit, so the outcome is unknown, as
+  /// etcd's "leader changed"), "lease-not-found", "deleted", "no-key"
+  std::string error;
   std::optional<ProcId> leader;
 };
 inline constexpr const char* kClientRequestType = "raft.client";
@@ -111,6 +69,12 @@ inline constexpr const char* kClientReplyType = "raft.client.reply";
 struct Observer {
   /// `node` became leader of `term`.
   std::function<void(const std::string& node, std::uint64_t term)> on_leader;
+  /// `node` stopped leading `term` (it heard a higher term, or check-quorum found no majority).
+  std::function<void(const std::string& node, std::uint64_t term)> on_step_down;
+  /// `node`'s commit index moved from `from` to `to` (from 0 again after a restart).
+  std::function<void(const std::string& node, std::uint64_t from, std::uint64_t to)> on_commit;
+  /// `node` removed entry `index` from its log (a conflict with the leader's log).
+  std::function<void(const std::string& node, std::uint64_t index, const Entry& e)> on_truncate;
   /// `node` applied committed entry `index` (every member, every incarnation, from index 1 up).
   std::function<void(const std::string& node, std::uint64_t index, const Entry& e)> on_apply;
   /// Applied on the leader: key lock/lease with revision `rev` became the holder.
@@ -152,7 +116,8 @@ class RaftClient {
  public:
   RaftClient(std::vector<ProcId> servers, Duration rpc_timeout, Duration retry_pause = 10ms);
   /// Run `cmd` on the leader; nothing if no definite answer came before `deadline` (this node's clock).
-  /// A "not-leader" answer is never returned: it is followed.
+  /// A "not-leader" answer is never returned: it is followed; nor is "leader-changed" (the outcome is
+  /// unknown): the command is sent again, so it must be idempotent (a grant carries a grant key).
   std::optional<ClientReply> submit(Context& ctx, const Command& cmd, Time deadline);
   /// Send `cmd` to the member believed to be leader; returns the request id.
   std::uint64_t send(Context& ctx, const Command& cmd);

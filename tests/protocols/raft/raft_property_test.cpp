@@ -1,5 +1,8 @@
 // Raft and lock-service safety under random fault plans (rapidcheck): partitions, crashes and restarts (with
-// and without power loss), pauses of members and clients, delay spikes, wall-clock jumps.
+// and without power loss), pauses of members and clients, delay spikes, wall-clock jumps; and the situations
+// of Raft's classic bugs: a member crashed right after it votes and restarted at once, the leader paused for
+// longer than an election timeout or cut off, followers catching up one entry per message through duplicated
+// and reordered messages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +19,8 @@ namespace {
 
 struct PlannedFault {
   int kind = 0;    // 0 partition, 1 crash, 2 pause, 3 delay spike, 4 wall-clock jump, 5 client pause,
-                   // 6 crash the current leader, 7 isolate the current leader, 8 pause the current leader
+                   // 6 crash the current leader, 7 isolate the current leader, 8 pause the current leader,
+                   // 9 crash a member as it answers its nth vote request (restart after dur_ms / 20)
   int target = 0;  // member index (or client index)
   int other = 0;   // partition: a second member cut off with the target (if different)
   std::int64_t at_ms = 0;
@@ -74,10 +78,12 @@ TEST(RaftProperty, SafeUnderRandomFaultPlans) {
     const std::uint32_t n = *rc::gen::element(3u, 3u, 5u);
     const auto seed = pick<std::uint64_t>(1, 1'000'000'000);
     const int nfaults = pick<int>(0, 9);
+    const std::size_t max_batch = *rc::gen::element<std::size_t>(1, 2, 64, 64);
+    const std::uint32_t duplicate_ppm = *rc::gen::element<std::uint32_t>(0, 0, 0, 200'000);
     std::vector<PlannedFault> plan;
     for (int i = 0; i < nfaults; ++i) {
       PlannedFault f;
-      f.kind = pick<int>(0, 9);
+      f.kind = pick<int>(0, 10);
       f.target = pick<int>(0, static_cast<int>(n));
       f.other = pick<int>(0, static_cast<int>(n));
       f.at_ms = pick<int>(0, 3500);
@@ -90,10 +96,12 @@ TEST(RaftProperty, SafeUnderRandomFaultPlans) {
     wo.seed = seed;
     wo.keep_trace = false;
     wo.network.defaults.delay = DelayDist::uniform_of(1ms, 8ms);
+    wo.network.defaults.duplicate_ppm = duplicate_ppm;
     World w(wo);
     Recorder rec(w);
     RaftOptions ro;
     ro.nodes = n;
+    ro.max_batch = max_batch;
     auto ids = spawn_raft_group(w, ro, rec.observer());
     std::vector<std::vector<Belief>> beliefs(kClients);
     std::vector<ProcId> clients;
@@ -103,7 +111,7 @@ TEST(RaftProperty, SafeUnderRandomFaultPlans) {
           ProcessOptions{.daemon = true}));
 
     for (const PlannedFault& pf : plan) {
-      if (pf.kind >= 6) {  // aimed at whoever leads at that moment
+      if (pf.kind >= 6 && pf.kind <= 8) {  // aimed at whoever leads at that moment
         w.schedule(Time{std::chrono::milliseconds(pf.at_ms)}, [&w, &rec, &ids, pf] {
           if (rec.leaders.empty()) return;
           const ProcId leader = w.find(rec.leaders.rbegin()->second);
@@ -155,6 +163,16 @@ TEST(RaftProperty, SafeUnderRandomFaultPlans) {
         case 5:
           f.kind = Fault::Kind::pause;
           f.target = clients[pf.target % kClients];
+          break;
+        case 9:
+          f.kind = Fault::Kind::crash;
+          f.when = Trigger{Trigger::Kind::send,
+                           Time{0},
+                           ids[pf.target],
+                           "raft.vote.reply",
+                           static_cast<std::uint32_t>(1 + pf.dur_ms % 3),
+                           0ns};
+          f.duration = std::chrono::milliseconds(1 + pf.dur_ms / 20);
           break;
       }
       w.add_fault(f);

@@ -264,3 +264,21 @@ TEST(Raft, FollowersRedirectClientsToTheLeader) {
   w.run_until(Time{2s});
   EXPECT_EQ(redirects, 2);
 }
+
+TEST(LockService, ARetriedGrantNamesTheLeaseItsKeyCreated) {
+  LockService sm;
+  std::vector<LockService::HolderChange> ch;
+  EXPECT_EQ(sm.apply(1, grant(1s), ch).value, 1u);
+  const Command keyed{Op::grant, 0xabc, 1s, {}, false};
+  EXPECT_EQ(sm.apply(2, keyed, ch).value, 2u);
+  auto again = sm.apply(3, keyed, ch);  // the same grant, committed twice (a retry after a failover)
+  EXPECT_TRUE(again.ok);
+  EXPECT_EQ(again.value, 2u);
+  EXPECT_EQ(sm.leases().size(), 2u);
+  EXPECT_EQ(sm.apply(4, grant(1s), ch).value, 4u);  // no key: every grant is a lease of its own
+  EXPECT_TRUE(sm.apply(5, Command{Op::revoke, 2, 0ns, {}, true}, ch).ok);
+  auto late = sm.apply(6, keyed, ch);  // a retry after the lease it created expired: not a new lease
+  EXPECT_FALSE(late.ok);
+  EXPECT_EQ(late.error, "lease-not-found");
+  EXPECT_EQ(sm.leases().size(), 2u);
+}

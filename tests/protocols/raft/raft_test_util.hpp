@@ -19,7 +19,9 @@
 namespace locksim::raft::testing {
 
 /// Records what the group reports and checks, at every callback:
-///  - at most one leader per term;
+///  - at most one leader per term (election safety);
+///  - a member's commit index never moves back within one incarnation (it restarts from 0);
+///  - no member removes from its log an entry that was committed (the same term at an applied index);
 ///  - every member applies indexes 1, 2, 3... (from 1 again after a restart), and the entry at an index is
 ///  the
 ///    same for every member and every incarnation (each applied prefix is a prefix of one agreed sequence);
@@ -47,6 +49,13 @@ struct Recorder {
   std::set<std::pair<std::string, std::uint64_t>> released;  // (lock, lease) given up voluntarily
   std::set<std::uint64_t> revoked_by_client;
   std::map<std::string, std::uint64_t> last_holder;  // lock → lease
+  std::map<std::string, std::uint64_t> commit;       // node → commit index it reported last
+  struct StepDown {
+    Time time{};
+    std::string node;
+    std::uint64_t term = 0;
+  };
+  std::vector<StepDown> step_downs;
   std::vector<std::string> errors;
 
   void error(std::string s) {
@@ -59,6 +68,18 @@ struct Recorder {
       auto [it, fresh] = leaders.emplace(term, node);
       if (!fresh && it->second != node)
         error(fmt::format("two leaders in term {}: {} and {}", term, it->second, node));
+    };
+    o->on_step_down = [this](const std::string& node, std::uint64_t term) {
+      step_downs.push_back({world->now(), node, term});
+    };
+    o->on_commit = [this](const std::string& node, std::uint64_t from, std::uint64_t to) {
+      if (to < from) error(fmt::format("{} commit index moved back from {} to {}", node, from, to));
+      commit[node] = to;
+    };
+    o->on_truncate = [this](const std::string& node, std::uint64_t index, const Entry& e) {
+      auto it = agreed.find(index);
+      if (it != agreed.end() && it->second.term == e.term)
+        error(fmt::format("{} removed committed entry {} ({})", node, index, encode(e)));
     };
     o->on_apply = [this](const std::string& node, std::uint64_t index, const Entry& e) {
       std::uint64_t& last = applied[node];

@@ -1,0 +1,106 @@
+#include "protocols/raft/lock_service.hpp"
+
+namespace locksim::raft {
+
+std::string_view to_string(Op op) {
+  switch (op) {
+    case Op::noop:
+      return "noop";
+    case Op::grant:
+      return "grant";
+    case Op::keepalive:
+      return "keepalive";
+    case Op::revoke:
+      return "revoke";
+    case Op::lock:
+      return "lock";
+    case Op::unlock:
+      return "unlock";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- lock service
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> LockService::holder(const std::string& lock) const {
+  auto it = keys_.find(lock);
+  if (it == keys_.end() || it->second.empty()) return std::nullopt;
+  const auto& [rev, lease] = *it->second.begin();
+  return std::pair{lease, rev};
+}
+
+std::optional<std::uint64_t> LockService::key_rev(const std::string& lock, std::uint64_t lease) const {
+  auto it = keys_.find(lock);
+  if (it == keys_.end()) return std::nullopt;
+  for (const auto& [rev, l] : it->second)
+    if (l == lease) return rev;
+  return std::nullopt;
+}
+
+void LockService::delete_key(const std::string& lock, std::uint64_t lease,
+                             std::vector<HolderChange>& changes) {
+  auto it = keys_.find(lock);
+  if (it == keys_.end()) return;
+  auto& revs = it->second;
+  const bool was_holder = !revs.empty() && revs.begin()->second == lease;
+  for (auto k = revs.begin(); k != revs.end(); ++k) {
+    if (k->second == lease) {
+      revs.erase(k);
+      break;
+    }
+  }
+  if (auto l = leases_.find(lease); l != leases_.end()) l->second.locks.erase(lock);
+  if (revs.empty()) {
+    keys_.erase(it);
+    return;
+  }
+  if (was_holder) changes.push_back({lock, revs.begin()->second, revs.begin()->first});
+}
+
+LockService::Result LockService::apply(std::uint64_t index, const Command& c,
+                                       std::vector<HolderChange>& changes) {
+  switch (c.op) {
+    case Op::noop:
+      return {true, 0, {}};
+    case Op::grant: {
+      if (c.lease != 0) {  // the client's grant key: a retry names the lease the first grant created
+        const auto [it, fresh] = grant_keys_.emplace(c.lease, index);
+        if (!fresh) {
+          if (!leases_.count(it->second)) return {false, it->second, "lease-not-found"};
+          return {true, it->second, {}};
+        }
+      }
+      leases_[index] = Lease{c.ttl, {}};
+      return {true, index, {}};
+    }
+    case Op::keepalive:
+      if (!leases_.count(c.lease)) return {false, c.lease, "lease-not-found"};
+      return {true, c.lease, {}};
+    case Op::revoke: {
+      auto it = leases_.find(c.lease);
+      if (it == leases_.end()) return {false, c.lease, "lease-not-found"};
+      const std::set<std::string> locks = it->second.locks;
+      for (const auto& lock : locks) delete_key(lock, c.lease, changes);
+      leases_.erase(c.lease);
+      return {true, c.lease, {}};
+    }
+    case Op::lock: {
+      auto it = leases_.find(c.lease);
+      if (it == leases_.end()) return {false, c.lease, "lease-not-found"};
+      if (auto rev = key_rev(c.name, c.lease)) return {true, *rev, {}};
+      auto& revs = keys_[c.name];
+      revs[index] = c.lease;
+      it->second.locks.insert(c.name);
+      if (revs.begin()->first == index) changes.push_back({c.name, c.lease, index});
+      return {true, index, {}};
+    }
+    case Op::unlock: {
+      if (!key_rev(c.name, c.lease)) return {false, c.lease, "no-key"};
+      delete_key(c.name, c.lease, changes);
+      return {true, c.lease, {}};
+    }
+  }
+  return {false, 0, "bad-op"};
+}
+
+}  // namespace locksim::raft
