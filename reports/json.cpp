@@ -65,7 +65,7 @@ ordered_json config_json(const ProtocolConfig& c) {
 
 std::string json_report(const RunOutput& run, const Scenario& sc) {
   ordered_json j;
-  j["schema_version"] = 1;
+  j["schema_version"] = 2;
   j["scenario"] = run.scenario;
   j["protocol"] = run.protocol;
   j["seed"] = run.seed;
