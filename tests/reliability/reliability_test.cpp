@@ -111,7 +111,7 @@ TEST_P(Mutants, ExploreCatchesTheMutantAndNotItsBase) {
   ASSERT_FALSE(m.protocol.empty()) << path << ": no '# mutant: protocol=...' header";
   ASSERT_NE(m.text.find("variant ="), std::string::npos) << path << ": no variant";
   const Scenario mutant = load_scenario_text(m.text, path.string());
-  // Bounded for ctest; .ci/mutation allows 10,000. Each is caught within its first 100 seeds today
+  // Bounded for ctest; .ci/mutation allows 10,000. Each is caught within its first 1,000 seeds today
   // (node-counter by the token regression of a failover, even before a stale write crosses).
   const auto caught = first_failure(mutant, m, 2000);
   ASSERT_TRUE(caught.has_value()) << GetParam() << " survived 2,000 seeds";
