@@ -3,9 +3,9 @@
 ///
 /// Who writes what:
 ///  - lock *servers* record service-side facts ("node redis3 set key=lock to value v at true time t"): the
-///    oracle derives from them when the service as a whole granted a holder (the quorum-th node), which orders
-///    epochs. Only records from the processes the protocol declared as its service (`service_nodes`, filled by
-///    the runner from the protocol's ServiceInfo) count;
+///    oracle derives from them when the service as a whole granted a holder (the quorum-th node), which
+///    orders epochs. Only records from the processes the protocol declared as its service (`service_nodes`,
+///    filled by the runner from the protocol's ServiceInfo) count;
 ///  - the *workload* (not the protocol's client code) records grants as the client saw them, belief ends, the
 ///    reads and writes it sends and whether each write was acknowledged;
 ///  - the *resource* appends one entry to its own log (`resource_log`) for every delivered copy of a request,
@@ -26,7 +26,8 @@
 namespace locksim {
 
 /// A lock server made `value` the holder of `key` (SET NX succeeded, replicated SET applied, a lock key was
-/// committed...). `node` names the server. Its index in History::service_sets is the service's record sequence.
+/// committed...). `node` names the server. Its index in History::service_sets is the service's record
+/// sequence.
 struct ServiceSet {
   Time time{};
   std::string node;
@@ -39,11 +40,11 @@ struct GrantRecord {
   std::uint64_t id = 0;  ///< index in History::grants
   std::string client;
   std::string key;
-  std::string value;                   ///< the holder identity the client used (random value, lease id...)
-  std::optional<std::uint64_t> token;  ///< fencing token, if the protocol has one
-  Time requested{};                    ///< true time the acquire began
-  Time granted{};                      ///< true time the client learned it holds the lock
-  Time belief_end = kTimeMax;  ///< true time the client stopped acting as holder (kTimeMax: never)
+  std::string value;                     ///< the holder identity the client used (random value, lease id...)
+  std::optional<std::uint64_t> token;    ///< fencing token, if the protocol has one
+  Time requested{};                      ///< true time the acquire began
+  Time granted{};                        ///< true time the client learned it holds the lock
+  Time belief_end = kTimeMax;            ///< true time the client stopped acting as holder (kTimeMax: never)
   Time believed_valid_until = kTimeMax;  ///< true time at which the client's own validity estimate ran out
   std::string end_reason;                ///< released / expired / crashed / ...
 };

@@ -59,7 +59,8 @@ std::string meanwhile(const RunOutput& run, Time from, Time to) {
       out.push_back(fmt::format("{}'s clock drift became {} ppm at {}", n, value("ppm="), at));
     if (ev.kind == TraceKind::network) {
       // Details name the partition ("#2 client1 | store"), or "all" for a heal of every partition.
-      const std::string which = ev.detail.empty() || ev.detail == "all" ? std::string{} : " (" + ev.detail + ")";
+      const std::string which =
+          ev.detail.empty() || ev.detail == "all" ? std::string{} : " (" + ev.detail + ")";
       if (ev.label == "heal")
         out.push_back(which.empty() ? fmt::format("the network healed at {}", at)
                                     : fmt::format("a partition{} healed at {}", which, at));
@@ -73,7 +74,8 @@ std::string meanwhile(const RunOutput& run, Time from, Time to) {
 }
 
 /// "client1 acquired the lock at 0.2 s with token 3 (epoch 1) and believed it valid until 10.2 s." and, in
-/// `before` and `after`, the client's pauses while it was acquiring and after it held the lock, up to `until`.
+/// `before` and `after`, the client's pauses while it was acquiring and after it held the lock, up to
+/// `until`.
 std::string holder(const RunOutput& run, const std::map<std::string, std::vector<Pause>>& pauses,
                    const GrantRecord& g, std::uint64_t epoch, Time until, std::string* before = nullptr,
                    std::string* after = nullptr) {
@@ -90,8 +92,8 @@ std::string holder(const RunOutput& run, const std::map<std::string, std::vector
       if (p.to < g.granted || p.from > until) continue;
       const std::string len = p.to == kTimeMax ? "until the end" : format_seconds(p.to - p.from, 3) + " s";
       if (p.from < g.granted)
-        b += fmt::format(" While it was acquiring, it was paused from {} to {} ({}).", secs(p.from), secs(p.to),
-                         len);
+        b += fmt::format(" While it was acquiring, it was paused from {} to {} ({}).", secs(p.from),
+                         secs(p.to), len);
       else
         a += fmt::format(" Then it was paused from {} to {} ({}).", secs(p.from), secs(p.to), len);
     }
@@ -130,8 +132,9 @@ std::string stale_story(const RunOutput& run, const std::map<std::string, std::v
                      format_seconds(v.later.arrived - stale.sent, 3) + " s", copy_note(stale));
   else if (stale.copies > 1)
     s += fmt::format(" {}'s write was delivered {} times by the network.", gs.client, stale.copies);
-  s += fmt::format(" At {} {} wrote with {} and the {} ACCEPTED it: a write of epoch {} after a write of epoch {}.",
-                   secs(v.later.arrived), gs.client, tok(stale.token), store, v.later.epoch, v.earlier.epoch);
+  s += fmt::format(
+      " At {} {} wrote with {} and the {} ACCEPTED it: a write of epoch {} after a write of epoch {}.",
+      secs(v.later.arrived), gs.client, tok(stale.token), store, v.later.epoch, v.earlier.epoch);
   if (v.later.arrived == v.earlier.arrived)
     s += " Both arrived in the same instant; the store processed the newer one first.";
   if (run.resource_mode == ResourceMode::unfenced)
@@ -156,9 +159,10 @@ std::string lost_story(const RunOutput& run, const std::map<std::string, std::ve
   s += fmt::format(" It read '{}'{} (value {}) and computed its write from it.", v.key, read_at,
                    over.read_value ? fmt::format("{}", *over.read_value) : "none");
   s += meanwhile(run, std::min(gl.requested, go.requested), v.later.arrived);
-  s += fmt::format(" {} (epoch {}, {}) then wrote {} at {}, computed from its own read; the store applied it and "
-                   "{} was told it succeeded.",
-                   gl.client, v.earlier.epoch, tok(gl.token), lost.value, secs(v.earlier.arrived), gl.client);
+  s += fmt::format(
+      " {} (epoch {}, {}) then wrote {} at {}, computed from its own read; the store applied it and "
+      "{} was told it succeeded.",
+      gl.client, v.earlier.epoch, tok(gl.token), lost.value, secs(v.earlier.arrived), gl.client);
   s += fmt::format(
       " At {} the store applied {}'s write {}, computed from a value read before that: the acknowledged "
       "update of {} is gone.",
@@ -172,7 +176,8 @@ std::string regression_story(const RunOutput& run, const Violation& v) {
   const GrantRecord& ge = h.grants.at(v.grant_earlier.grant);
   const GrantRecord& gl = h.grants.at(v.grant_later.grant);
   std::string s = fmt::format(
-      "Token regression on lock '{}'. {} was granted the lock at {} with {} (epoch {}); later {} was granted it "
+      "Token regression on lock '{}'. {} was granted the lock at {} with {} (epoch {}); later {} was granted "
+      "it "
       "at {} with {} (epoch {}).",
       v.key, ge.client, secs(v.grant_earlier.ordered_at), tok(ge.token), v.grant_earlier.epoch, gl.client,
       secs(v.grant_later.ordered_at), tok(gl.token), v.grant_later.epoch);
@@ -201,7 +206,8 @@ std::string rejected_story(const RunOutput& run, const std::map<std::string, std
     s += fmt::format(" The fence stood at {} from {}'s write at {} (epoch {}).", tok(e.token), e.client,
                      secs(v.earlier.arrived), v.earlier.epoch);
   }
-  s += " A fence that refuses the rightful holder is checking the wrong thing: the older holder's write got in "
+  s += " A fence that refuses the rightful holder is checking the wrong thing: the older holder's write got "
+       "in "
        "or the comparison is the wrong way round.";
   return s;
 }

@@ -95,11 +95,12 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
       if (!c.backed[g])
         which.push_back(fmt::format("{} at {} s", run.history.grants[g].client,
                                     format_seconds(run.history.grants[g].granted, 3)));
-    out += fmt::format("unbacked grants: {} ({}): no {} of the service's records back them; their epochs follow "
-                       "when the client heard\n",
-                       c.unbacked_grants, fmt::join(which, ", "),
-                       run.history.service_quorum > 1 ? fmt::format("quorum of {}", run.history.service_quorum)
-                                                      : std::string("one"));
+    out += fmt::format(
+        "unbacked grants: {} ({}): no {} of the service's records back them; their epochs follow "
+        "when the client heard\n",
+        c.unbacked_grants, fmt::join(which, ", "),
+        run.history.service_quorum > 1 ? fmt::format("quorum of {}", run.history.service_quorum)
+                                       : std::string("one"));
   }
   if (c.undeclared_records > 0)
     out += fmt::format("service records from undeclared processes: {} (ignored)\n", c.undeclared_records);

@@ -306,7 +306,8 @@ std::string ExploreSummary::render() const {
     s += fmt::format("  anomalies   {}\n", fmt::join(kinds, ", "));
   }
   if (inconclusive)
-    s += fmt::format("  inconclusive {} run(s) stopped at a limit with no anomaly (no verdict)\n", inconclusive);
+    s += fmt::format("  inconclusive {} run(s) stopped at a limit with no anomaly (no verdict)\n",
+                     inconclusive);
   s += fmt::format("  rate        {:.3f}%  (95% Wilson interval {:.3f}%–{:.3f}%)\n",
                    100.0 * static_cast<double>(failures()) / static_cast<double>(runs), 100.0 * lo,
                    100.0 * hi);

@@ -31,7 +31,7 @@ struct RunRecord {
       error;  ///< non-empty: the run threw (a bug in a protocol or the simulator); counts as a failure
   /// No anomaly, but the run stopped at a limit with its history cut short: neither safe nor unsafe.
   bool inconclusive = false;
-  std::uint32_t violations = 0;  ///< anomalies of every kind
+  std::uint32_t violations = 0;                    ///< anomalies of every kind
   std::map<std::string, std::uint32_t> anomalies;  ///< by kind (kinds with none absent)
   std::uint32_t overlaps = 0;
   std::optional<std::int64_t> slack_ns;  ///< CheckResult::slack

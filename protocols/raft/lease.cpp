@@ -172,7 +172,8 @@ class LeaseProtocol final : public Protocol {
 
   ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) override {
     history.service_quorum = 1;  // only committed decisions are recorded, once each
-    auto recorded = std::make_shared<std::set<std::tuple<std::string, std::string, std::uint64_t, std::uint64_t>>>();
+    auto recorded =
+        std::make_shared<std::set<std::tuple<std::string, std::string, std::uint64_t, std::uint64_t>>>();
     auto obs = std::make_shared<Observer>();
     World* w = &world;
     History* h = &history;

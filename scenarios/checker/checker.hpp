@@ -47,9 +47,9 @@ struct WriteRef {
   std::uint64_t epoch = 0;             ///< the oracle's epoch of that grant (1-based)
   std::optional<std::uint64_t> token;  ///< the token the write carried, if any
   Time sent{};
-  Time arrived{};                ///< when the resource processed this copy
-  std::uint64_t seq = kNoId;     ///< the copy's entry in the resource log
-  bool accepted = false;         ///< this copy changed the value
+  Time arrived{};             ///< when the resource processed this copy
+  std::uint64_t seq = kNoId;  ///< the copy's entry in the resource log
+  bool accepted = false;      ///< this copy changed the value
   bool valid() const { return write != kNoId; }
 };
 
@@ -64,13 +64,16 @@ struct GrantRef {
 };
 
 /// An anomaly: a breach of safety. What `earlier` and `later` hold depends on the kind:
-///  - stale-write-accepted: `earlier` is the first applied copy that carried the highest epoch before `later`,
+///  - stale-write-accepted: `earlier` is the first applied copy that carried the highest epoch before
+///  `later`,
 ///    the stale copy that was applied after it;
 ///  - lost-update: `earlier` is the acknowledged write whose effect was lost, `later` the write computed from
 ///    an older read that overwrote it;
-///  - fresh-write-rejected: `later` is the refused copy; `earlier` the accepted write that set the fence above
+///  - fresh-write-rejected: `later` is the refused copy; `earlier` the accepted write that set the fence
+///  above
 ///    it (none when there is no such write, e.g. "no token");
-///  - token-regression: `grant_earlier` is the earlier-epoch grant with the highest token so far, `grant_later`
+///  - token-regression: `grant_earlier` is the earlier-epoch grant with the highest token so far,
+///  `grant_later`
 ///    the later-epoch grant whose token is not greater; no writes.
 struct Violation {
   std::string kind = kStaleWriteAccepted;
@@ -79,8 +82,8 @@ struct Violation {
   WriteRef later;
   GrantRef grant_earlier;
   GrantRef grant_later;
-  Time time{};                ///< when it happened: the later copy's processing, or the later grant's ordering
-  std::string reason;         ///< fresh-write-rejected: the resource's reason
+  Time time{};         ///< when it happened: the later copy's processing, or the later grant's ordering
+  std::string reason;  ///< fresh-write-rejected: the resource's reason
 };
 
 /// Lock-level overlap (reported beside the verdict, not part of it): two different clients' belief intervals
@@ -172,12 +175,12 @@ struct CheckResult {
 /// Judges a history. The service grant time of a grant with value v on lock key k is the earliest time t at
 /// which history.service_quorum distinct *declared* service nodes have recorded ServiceSet(k, v), counting
 /// only service sets in the grant's causal window: at or after its `requested`, after the `granted` of the
-/// previous grant with the same (k, v) (values reused across acquisitions), and at or before its own `granted`
-/// (the client learns after the service acts). A quorum of 0 counts as 1. Grants with no such t are unbacked
-/// and ordered by `granted`. Epochs follow (service grant time, the service's record sequence of the record
-/// that completed the quorum, grant id); unbacked grants come after backed ones at the same instant. Known
-/// limit: the history has no record of a value being deleted, so a value set on some nodes, unlocked and set
-/// again on others within one acquisition counts all those nodes.
+/// previous grant with the same (k, v) (values reused across acquisitions), and at or before its own
+/// `granted` (the client learns after the service acts). A quorum of 0 counts as 1. Grants with no such t are
+/// unbacked and ordered by `granted`. Epochs follow (service grant time, the service's record sequence of the
+/// record that completed the quorum, grant id); unbacked grants come after backed ones at the same instant.
+/// Known limit: the history has no record of a value being deleted, so a value set on some nodes, unlocked
+/// and set again on others within one acquisition counts all those nodes.
 ///
 /// Throws std::invalid_argument if a write or read names a grant that does not exist.
 CheckResult check(const History& history);

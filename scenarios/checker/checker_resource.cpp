@@ -67,10 +67,9 @@ void check_order(const History& h, CheckResult& r, const std::string& key,
     auto fh = first_higher.find(epoch(e));
     if (fh == first_higher.end()) continue;
     const ResourceEntry* newer = applied[fh->second];
-    keep_smaller(r.write_near_miss, NearMiss{.margin = newer->time - e->time,
-                                             .key = key,
-                                             .older = e->request,
-                                             .newer = newer->request});
+    keep_smaller(
+        r.write_near_miss,
+        NearMiss{.margin = newer->time - e->time, .key = key, .older = e->request, .newer = newer->request});
   }
 }
 
@@ -89,7 +88,8 @@ std::vector<std::uint64_t> read_seqs(const History& h) {
 
 /// lost-update, over one place's applied copies in processing order.
 void check_lost(const History& h, CheckResult& r, const std::string& key,
-                const std::vector<const ResourceEntry*>& applied, const std::vector<std::uint64_t>& read_seq) {
+                const std::vector<const ResourceEntry*>& applied,
+                const std::vector<std::uint64_t>& read_seq) {
   // The read an applied read–modify–write copy was computed from (kNoId: not one, or its read is unknown).
   auto read_of = [&](const ResourceEntry* e) -> std::uint64_t {
     const WriteRecord& w = h.writes[e->request];
@@ -164,9 +164,9 @@ void check_resource(const History& h, CheckResult& r) {
     check_order(h, r, place.second, entries);
     check_lost(h, r, place.second, entries, read_seq);
   }
-  r.lost.percent = r.lost.acknowledged == 0 ? 0.0
-                                            : 100.0 * static_cast<double>(r.lost.lost) /
-                                                  static_cast<double>(r.lost.acknowledged);
+  r.lost.percent = r.lost.acknowledged == 0
+                       ? 0.0
+                       : 100.0 * static_cast<double>(r.lost.lost) / static_cast<double>(r.lost.acknowledged);
 
   // fresh-write-rejected. The newest epoch on each lock key over time: (ordering time, running max epoch).
   std::map<std::string, std::vector<std::pair<Time, std::uint64_t>>> newest;
@@ -194,7 +194,8 @@ void check_resource(const History& h, CheckResult& r) {
                     .later = ref_of(h, r, e),
                     .time = e.time,
                     .reason = e.reason};
-        if (auto it = fence_setter.find(place); it != fence_setter.end()) v.earlier = ref_of(h, r, *it->second);
+        if (auto it = fence_setter.find(place); it != fence_setter.end())
+          v.earlier = ref_of(h, r, *it->second);
         r.violations.push_back(std::move(v));
       }
     }

@@ -1,6 +1,6 @@
-// Each anomaly kind of the safety contract (docs/safety.md) on hand-built histories, and a property that holds
-// the checker to a reference: random histories made by a small, obviously right model of a store and a lock
-// service, judged by the quadratic definitions.
+// Each anomaly kind of the safety contract (docs/safety.md) on hand-built histories, and a property that
+// holds the checker to a reference: random histories made by a small, obviously right model of a store and a
+// lock service, judged by the quadratic definitions.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -34,7 +34,7 @@ TEST(Anomaly, ADuplicateRefusedLaterDoesNotEraseAStaleWriteTheStoreTook) {
   TwoHolders t;
   t.b.write(t.g2, "x", 11s, 11s, true);
   auto stale = t.b.write(t.g1, "x", 2s, 12s, true);  // taken after epoch 2's write
-  t.b.deliver(stale, 13s, false);                     // its duplicate, refused
+  t.b.deliver(stale, 13s, false);                    // its duplicate, refused
   auto r = check(t.b.h);
   EXPECT_EQ(r.count(kStaleWriteAccepted), 1u);
   ASSERT_FALSE(r.violations.empty());
@@ -244,8 +244,16 @@ Reference make_reference() {
       const WriteRecord& w = h.writes[id];
       const bool ok = judge(w.token);
       if (ok) value = w.value, highest = fenced ? std::max(highest.value_or(0), *w.token) : highest;
-      h.log({.op = ResourceEntry::Op::write, .time = now, .resource = "store", .key = "x", .request = id,
-             .token = w.token, .accepted = ok, .applied = ok, .value = w.value, .reason = ok ? "" : "fence"});
+      h.log({.op = ResourceEntry::Op::write,
+             .time = now,
+             .resource = "store",
+             .key = "x",
+             .request = id,
+             .token = w.token,
+             .accepted = ok,
+             .applied = ok,
+             .value = w.value,
+             .reason = ok ? "" : "fence"});
       continue;
     }
     const std::size_t g = *rc::gen::elementOf(live);
@@ -263,8 +271,14 @@ Reference make_reference() {
       rd.answered = ok;
       rd.observed = ok ? value : "";
       read = h.add_read(rd);
-      h.log({.op = ResourceEntry::Op::read, .time = now, .resource = "store", .key = "x", .request = read,
-             .token = rd.token, .accepted = ok, .value = rd.observed});
+      h.log({.op = ResourceEntry::Op::read,
+             .time = now,
+             .resource = "store",
+             .key = "x",
+             .request = read,
+             .token = rd.token,
+             .accepted = ok,
+             .value = rd.observed});
       if (!ok) continue;
       base = value;
       now += *rc::gen::inRange<std::int64_t>(0, 3) * 500ms;
@@ -282,8 +296,16 @@ Reference make_reference() {
     w.acknowledged = ok && *rc::gen::inRange(0, 4) != 0;
     const auto id = h.add_write(w);
     if (ok) value = w.value, highest = fenced ? std::max(highest.value_or(0), *w.token) : highest;
-    h.log({.op = ResourceEntry::Op::write, .time = now, .resource = "store", .key = "x", .request = id,
-           .token = w.token, .accepted = ok, .applied = ok, .value = w.value, .reason = ok ? "" : "fence"});
+    h.log({.op = ResourceEntry::Op::write,
+           .time = now,
+           .resource = "store",
+           .key = "x",
+           .request = id,
+           .token = w.token,
+           .accepted = ok,
+           .applied = ok,
+           .value = w.value,
+           .reason = ok ? "" : "fence"});
   }
 
   // The definitions, quadratic and literal. Epochs are the grants' order (granted, then id).
@@ -292,7 +314,8 @@ Reference make_reference() {
   for (std::size_t j = 0; j < log.size(); ++j) {
     if (log[j].op != ResourceEntry::Op::write || !log[j].applied) continue;
     for (std::size_t i = 0; i < j; ++i)
-      if (log[i].op == ResourceEntry::Op::write && log[i].applied && epoch(log[i].request) > epoch(log[j].request)) {
+      if (log[i].op == ResourceEntry::Op::write && log[i].applied &&
+          epoch(log[i].request) > epoch(log[j].request)) {
         ++ref.expected[kStaleWriteAccepted];
         break;
       }
@@ -321,7 +344,8 @@ Reference make_reference() {
   for (const ResourceEntry& x : log) {
     if (x.op != ResourceEntry::Op::write || x.accepted) continue;
     bool ever = false;
-    for (const ResourceEntry& y : log) ever |= y.op == ResourceEntry::Op::write && y.request == x.request && y.applied;
+    for (const ResourceEntry& y : log)
+      ever |= y.op == ResourceEntry::Op::write && y.request == x.request && y.applied;
     std::uint64_t newest = 0;
     for (std::size_t e = 0; e < n; ++e)
       if (granted[e] <= x.time) newest = e + 1;
@@ -339,10 +363,16 @@ RC_GTEST_PROP(AnomalyProperty, TheCheckerFindsWhatTheReferenceModelDefines, ()) 
   for (const auto& [k, v] : ref.expected) RC_LOG() << "reference " << k << " " << v << "\n";
   for (const auto& e : ref.h.resource_log)
     RC_LOG() << e.seq << " op" << int(e.op) << " t=" << e.time.count() / 1'000'000 << "ms req " << e.request
-             << " tok " << (e.token ? *e.token : 0) << (e.applied ? " applied" : e.accepted ? " served" : " refused")
+             << " tok " << (e.token ? *e.token : 0)
+             << (e.applied    ? " applied"
+                 : e.accepted ? " served"
+                              : " refused")
              << "\n";
-  for (const auto& g : ref.h.grants) RC_LOG() << "grant " << g.id << " at " << g.granted.count() / 1'000'000 << " token " << *g.token << "\n";
-  for (const auto& w : ref.h.writes) RC_LOG() << "write " << w.id << " grant " << w.grant << " rmw " << w.read_modify_write << " read " << w.read << " ack " << w.acknowledged << "\n";
+  for (const auto& g : ref.h.grants)
+    RC_LOG() << "grant " << g.id << " at " << g.granted.count() / 1'000'000 << " token " << *g.token << "\n";
+  for (const auto& w : ref.h.writes)
+    RC_LOG() << "write " << w.id << " grant " << w.grant << " rmw " << w.read_modify_write << " read "
+             << w.read << " ack " << w.acknowledged << "\n";
   std::string kinds;
   for (const auto& [k, v] : ref.expected) kinds += k + " ";
   RC_TAG(kinds.empty() ? std::string("safe") : kinds);

@@ -479,8 +479,8 @@ Generated generate_ordered() {
             (!superseded || service_time[out.expected_epoch[o] - 1] < *superseded))
           superseded = service_time[out.expected_epoch[o] - 1];
       const bool arrives = *rc::gen::arbitrary<bool>() && superseded;
-      w.arrived = arrives ? std::max(w.sent, *superseded) + *rc::gen::inRange<std::int64_t>(0, 5000) * 1ms
-                          : kTimeMax;
+      w.arrived =
+          arrives ? std::max(w.sent, *superseded) + *rc::gen::inRange<std::int64_t>(0, 5000) * 1ms : kTimeMax;
       w.accepted = false;
       writes.push_back(w);
     }

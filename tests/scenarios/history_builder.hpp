@@ -1,5 +1,6 @@
 #pragma once
-// Hand-built histories for checker tests: a few lines per event, with the resource log kept in processing order.
+// Hand-built histories for checker tests: a few lines per event, with the resource log kept in processing
+// order.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -132,6 +133,5 @@ struct Builder {
     return id;
   }
 };
-
 
 }  // namespace locksim::testing

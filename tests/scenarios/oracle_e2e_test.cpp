@@ -1,6 +1,7 @@
-// The oracle end to end: scenario -> world -> resource log -> checker, for the classes of defect a verdict must
-// survive: network duplicates, same-instant arrivals at a stalled store, lost updates with writes in epoch order,
-// token regressions, fences that refuse the rightful holder, healthy runs, and runs cut short by a limit.
+// The oracle end to end: scenario -> world -> resource log -> checker, for the classes of defect a verdict
+// must survive: network duplicates, same-instant arrivals at a stalled store, lost updates with writes in
+// epoch order, token regressions, fences that refuse the rightful holder, healthy runs, and runs cut short by
+// a limit.
 #include <gtest/gtest.h>
 
 #include "scenarios/catalog.hpp"
