@@ -16,10 +16,6 @@ RunOutput run(const std::string& scenario, const std::string& protocol) {
   return run_scenario(load_scenario(scenario), protocol);
 }
 
-RunOutput run_text(const std::string& toml, const std::string& protocol) {
-  return run_scenario(load_scenario_text(toml, "test.toml"), protocol);
-}
-
 }  // namespace
 
 TEST(Oracle, NoFaultsHasNoOverlapAndNoNegativeSlackForEveryProtocol) {
