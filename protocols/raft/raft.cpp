@@ -330,16 +330,22 @@ class Node {
     const Time now = ctx_.now();
     const Command& c = e.cmd;
     bool promise = false;
+    // A revoke this leader already appended after this entry wins: answering ok would promise a lease that is
+    // about to be deleted. (A retried grant names an existing lease, which may be that close to its expiry.)
+    auto revoked_later = [&](std::uint64_t lease) {
+      for (std::uint64_t i = index + 1; i <= last_index(); ++i)
+        if (log_[i].cmd.op == Op::revoke && log_[i].cmd.lease == lease) return true;
+      return false;
+    };
     if (c.op == Op::grant && res.ok) {  // a new lease, or (a retried grant) the one its key names
+      if (revoked_later(res.value)) {
+        reply_pending(index, ClientReply{0, false, res.value, "lease-not-found", {}});
+        return;
+      }
       deadlines_[res.value] = std::max(deadlines_[res.value], lease_clock() + c.ttl);
       promise = true;
     } else if (c.op == Op::keepalive && res.ok) {
-      // A revoke this leader already appended after this entry wins: answering ok would promise a lease that
-      // is about to be deleted.
-      bool revoked_later = false;
-      for (std::uint64_t i = index + 1; i <= last_index(); ++i)
-        if (log_[i].cmd.op == Op::revoke && log_[i].cmd.lease == c.lease) revoked_later = true;
-      if (revoked_later) {
+      if (revoked_later(c.lease)) {
         reply_pending(index, ClientReply{0, false, c.lease, "lease-not-found", {}});
         return;
       }
