@@ -76,10 +76,14 @@ struct Recorder {
       if (to < from) error(fmt::format("{} commit index moved back from {} to {}", node, from, to));
       commit[node] = to;
     };
+    // A member never removes an entry it knows is committed (at or below its own commit index). A member
+    // outside the majority that committed an entry may still hold a copy a stale leader of an older term
+    // overwrites: Raft allows that, the entry stays on the majority and every later leader has it.
     o->on_truncate = [this](const std::string& node, std::uint64_t index, const Entry& e) {
-      auto it = agreed.find(index);
-      if (it != agreed.end() && it->second.term == e.term)
-        error(fmt::format("{} removed committed entry {} ({})", node, index, encode(e)));
+      auto c = commit.find(node);
+      if (c != commit.end() && index <= c->second)
+        error(fmt::format("{} removed entry {} ({}) at or below its commit index {}", node, index, encode(e),
+                          c->second));
     };
     o->on_apply = [this](const std::string& node, std::uint64_t index, const Entry& e) {
       std::uint64_t& last = applied[node];
