@@ -401,10 +401,12 @@ std::string eta_text(double seconds) {
 /// A one-line progress bar on stderr (terminals only). Real time is used here and only here: for people.
 class ProgressBar {
  public:
-  explicit ProgressBar(bool on) : on_(on), start_(std::chrono::steady_clock::now()) {}
+  explicit ProgressBar(bool on)
+      : on_(on), start_(std::chrono::steady_clock::now()) {}  // wall time: progress bar
   void update(std::size_t done, std::size_t total) {
     if (!on_ || total == 0) return;
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();  // wall time: ETA
     const double rate = secs > 0 ? static_cast<double>(done) / secs : 0.0;
     const double eta = rate > 0 ? static_cast<double>(total - done) / rate : NAN;
     constexpr std::size_t kWidth = 30;
@@ -421,7 +423,7 @@ class ProgressBar {
  private:
   bool on_;
   bool drawn_ = false;
-  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point start_;  // wall time: progress bar
 };
 
 /// A shard number: decimal digits only (no sign, no spaces), at most 2^32 - 1.
@@ -566,7 +568,7 @@ int cmd_explore(const ExploreArgs& a) {
              resumed ? fmt::format(", {} already in {}", resumed, out_path) : "");
 
   ProgressBar bar(!a.no_progress && stderr_is_terminal());
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();  // wall time: the throughput line, outside every world
   try {
     explore_seeds(
         sc, opts, seeds, jobs,
@@ -587,7 +589,8 @@ int cmd_explore(const ExploreArgs& a) {
   }
   bar.finish();
   if (out) std::fclose(out);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();  // wall time: throughput
 
   fmt::print("{}", summary.render());
   if (seeds.size() > 0) {

@@ -239,8 +239,8 @@ Reference make_reference() {
     auto judge = [&](const std::optional<std::uint64_t>& token) {
       return !fenced || !highest || (token && *token >= *highest);
     };
-    if (what == 3 && !h.writes.empty()) {  // a duplicate copy of an earlier write
-      const auto id = *rc::gen::inRange<std::size_t>(0, h.writes.size());
+    // The store takes one delivered copy of write `id`: check, apply, log.
+    auto deliver = [&](std::uint64_t id) {
       const WriteRecord& w = h.writes[id];
       const bool ok = judge(w.token);
       if (ok) value = w.value, highest = fenced ? std::max(highest.value_or(0), *w.token) : highest;
@@ -254,6 +254,10 @@ Reference make_reference() {
              .applied = ok,
              .value = w.value,
              .reason = ok ? "" : "fence"});
+      return ok;
+    };
+    if (what == 3 && !h.writes.empty()) {  // a duplicate copy of an earlier write
+      deliver(*rc::gen::inRange<std::size_t>(0, h.writes.size()));
       continue;
     }
     const std::size_t g = *rc::gen::elementOf(live);
@@ -292,20 +296,8 @@ Reference make_reference() {
     w.read_modify_write = read != kNoId;
     w.read = read;
     w.value = read != kNoId ? std::to_string(std::stoll(base) + 1) : std::to_string(1000 + i);
-    const bool ok = judge(w.token);
-    w.acknowledged = ok && *rc::gen::inRange(0, 4) != 0;
     const auto id = h.add_write(w);
-    if (ok) value = w.value, highest = fenced ? std::max(highest.value_or(0), *w.token) : highest;
-    h.log({.op = ResourceEntry::Op::write,
-           .time = now,
-           .resource = "store",
-           .key = "x",
-           .request = id,
-           .token = w.token,
-           .accepted = ok,
-           .applied = ok,
-           .value = w.value,
-           .reason = ok ? "" : "fence"});
+    h.writes[id].acknowledged = deliver(id) && *rc::gen::inRange(0, 4) != 0;
   }
 
   // The definitions, quadratic and literal. Epochs are the grants' order (granted, then id).
