@@ -17,6 +17,7 @@
 #include "reports/report.hpp"
 #include "scenarios/catalog.hpp"
 #include "scenarios/explore.hpp"
+#include "scenarios/loader/schema.hpp"
 #include "scenarios/runner.hpp"
 
 #if defined(LOCKSIM_HAVE_BENCH)
@@ -402,6 +403,12 @@ int main(int argc, char** argv) {
 
   auto* list = app.add_subcommand("list", "List catalog scenarios and registered protocols");
 
+  std::string explain_field;
+  auto* explain =
+      app.add_subcommand("explain", "What a scenario-file table or field means: type, default, doc");
+  explain->add_option("FIELD", explain_field,
+                      "a table (client), a field (client.work, fault.after.nth), or nothing");
+
   std::string scenario, report = "text", out_file;
   std::vector<std::string> protocols;
   std::optional<std::uint64_t> seed;
@@ -515,6 +522,14 @@ int main(int argc, char** argv) {
   }
   try {
     if (list->parsed()) return cmd_list();
+    if (explain->parsed()) {
+      try {
+        fmt::print("{}", explain_schema(explain_field));
+      } catch (const std::invalid_argument& e) {
+        input_error(e.what());
+      }
+      return kOk;
+    }
     if (run->parsed() && !compare.empty()) return cmd_compare(scenario, compare, seed, out_file, no_color);
     if (run->parsed()) return cmd_run(scenario, protocols, seed, report, out_file, no_color, trace, step);
     if (matrix->parsed()) return cmd_matrix(mscen, mprot, mformat);

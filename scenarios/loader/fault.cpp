@@ -1,0 +1,250 @@
+// The [[fault]] tables: the fault plan and its triggers.
+#include "scenarios/loader/loader_internal.hpp"
+
+namespace locksim::loading {
+
+namespace {
+constexpr FieldDoc kFaultFields[] = {
+    {"kind",
+     "\"pause\" | \"crash\" | \"restart\" | \"clock_jump\" | \"clock_drift\" | \"partition\" | \"heal\" | "
+     "\"delay_spike\"",
+     "required", "what happens"},
+    {"at", "time", "", "the trigger: at this true time (one of at, after)"},
+    {"after", "table", "", "the trigger: after a process's event (fault.after)"},
+    {"target", "process name", "",
+     "the process hit (pause, crash, restart, clock_jump, clock_drift; delay_spike: the sender, \"*\" = "
+     "any)"},
+    {"peer", "process name or \"*\"", "\"*\"", "delay_spike: the receiver"},
+    {"duration", "duration", "",
+     "pause: how long (> 0, required); crash: restart after it (\"0\" = stay down); clock_jump: how far "
+     "(non-zero, negative = back); partition: heal after it (\"0\" = never); delay_spike: the window"},
+    {"extra", "duration > 0", "", "delay_spike: the delay added to each matching message (required)"},
+    {"ppm", "integer -500,000..500,000", "", "clock_drift: the new drift (required)"},
+    {"power_loss", "bool", "false",
+     "crash: lose what was not fsynced (machine crash), not just volatile state"},
+    {"one_way", "bool", "false", "partition: cut only side_a → side_b"},
+    {"count", "integer 0..10,000,000", "0",
+     "delay_spike: delay only the next count matching messages (0 = all)"},
+    {"side_a", "array of process names", "", "partition: one side (required)"},
+    {"side_b", "array of process names", "", "partition: the other side (required)"},
+};
+constexpr FieldDoc kAfterFields[] = {
+    {"process", "process name or \"*\"", "required", "whose event"},
+    {"note", "note name", "", "fire when the process logs this note (one of note, send, receive)"},
+    {"send", "message type", "", "fire when the process sends a message of this type"},
+    {"receive", "message type", "", "fire when the process takes a message of this type from its mailbox"},
+    {"nth", "integer 1..10,000,000", "1", "fire on the nth matching event"},
+    {"delay", "duration", "\"0\"", "fire this long after the event"},
+};
+}  // namespace
+
+std::vector<TableDoc> fault_tables() {
+  return {{"fault", "[[fault]]: the fault plan", kFaultFields},
+          {"fault.after", "fault.after: an event trigger", kAfterFields}};
+}
+
+Trigger Loader::trigger(const Tab& f, const Scenario& s, std::string& proc) const {
+  const bool has_at = f.has("at"), has_after = f.has("after");
+  if (has_at && has_after) fail_at(f, "after", "a fault has one trigger: `at` or `after`, not both");
+  if (!has_at && !has_after) {
+    fail(f.line, f.field("at"),
+         "missing trigger: at = \"2s\", or after = { process = \"client1\", note = \"acquired\" }");
+  }
+  if (has_at) {
+    const Duration at = *duration(f, "at", Sign::non_negative);
+    if (at > max_time_) {
+      fail_at(f, "at",
+              fmt::format("the fault at {} comes after limits.max_time ({}): it would never fire",
+                          format_time(at), format_time(max_time_)));
+    }
+    return Trigger::at_time(at);
+  }
+  const toml::node* an = f.get("after");
+  if (!an->is_table()) {
+    fail(line_of(*an), f.field("after"),
+         fmt::format("expected a table {{ process = \"client1\", note = \"acquired\" }}, got {}",
+                     type_name(*an)));
+  }
+  Tab a{an->as_table(), f.field("after"), line_of(*an)};
+  only_schema(a, "fault.after");
+  Trigger t;
+  need(a, "process", "process = \"client1\" (or \"*\" for any process)");
+  proc = *str(a, "process");
+  check_process(proc, line_of(*a.get("process")), a.field("process"), true);
+  if (proc == "*") proc.clear();
+  const int kinds = int(a.has("note")) + int(a.has("send")) + int(a.has("receive"));
+  if (kinds == 0)
+    fail(a.line, a.field("note"),
+         "missing event: note = \"acquired\", send = \"TYPE\" or receive = \"TYPE\"");
+  if (kinds > 1) fail(a.line, a.field("note"), "give one event: note, send or receive");
+  if (a.has("note")) {
+    t.kind = Trigger::Kind::note;
+    t.label = *str(a, "note");
+    std::vector<std::string> labels(note::all.begin(), note::all.end());
+    if (std::find(labels.begin(), labels.end(), t.label) == labels.end()) {
+      fail_at(a, "note",
+              fmt::format("no process ever logs the note '{}', so the fault would never fire{}", t.label,
+                          suggestion(t.label, labels, "notes")));
+    }
+  } else {
+    t.kind = a.has("send") ? Trigger::Kind::send : Trigger::Kind::receive;
+    t.label = *str(a, a.has("send") ? "send" : "receive");
+  }
+  t.nth = 1;
+  if (const toml::node* nn = a.get("nth")) {
+    if (nn->is_integer() && *nn->value<std::int64_t>() == 0) {
+      fail(line_of(*nn), a.field("nth"), "nth = 0 can never fire: the first matching event is nth = 1");
+    }
+    t.nth = static_cast<std::uint32_t>(*integer(a, "nth", 1, kMaxAcquisitions));
+  }
+  if (auto d = duration(a, "delay", Sign::non_negative)) {
+    if (*d > max_time_) {
+      fail_at(a, "delay",
+              fmt::format("a delay of {} is beyond limits.max_time ({}): the fault would never fire",
+                          format_time(*d), format_time(max_time_)));
+    }
+    t.delay = *d;
+  }
+  // Client notes happen a bounded number of times: a trigger waiting for more can never fire.
+  if (t.kind == Trigger::Kind::note && !proc.empty()) {
+    auto it =
+        std::find_if(s.clients.begin(), s.clients.end(), [&](const ClientSpec& c) { return c.name == proc; });
+    if (it != s.clients.end()) {
+      const std::uint64_t holds = it->acquisitions;
+      const std::uint64_t writes = holds * it->writes_per_hold;
+      std::optional<std::uint64_t> most;
+      std::string why;
+      if (t.label == note::acquired) most = holds, why = "acquisitions";
+      if (t.label == note::released) most = it->release ? holds : 0, why = "acquisitions with release = true";
+      if (t.label == note::write) most = writes, why = "acquisitions × writes_per_hold";
+      if (t.label == note::lease_check) {
+        most = it->check_before_write ? writes : 0, why = "writes with check_before_write = true";
+      }
+
+      if (most && t.nth > *most) {
+        fail(a.get("nth") ? line_of(*a.get("nth")) : line_of(*a.get("note")),
+             a.field(a.get("nth") ? "nth" : "note"),
+             fmt::format("{} logs '{}' at most {} time(s) ({}), so nth = {} can never fire", proc, t.label,
+                         *most, why, t.nth));
+      }
+    }
+  }
+  return t;
+}
+
+FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
+  only_schema(f, "fault");
+  need(f, "kind",
+       "kind = \"pause\" | \"crash\" | \"restart\" | \"clock_jump\" | \"clock_drift\" | \"partition\" | "
+       "\"heal\" | \"delay_spike\"");
+  using K = Fault::Kind;
+  const K kind = *enumeration<K>(f, "kind",
+                                 {{"pause", K::pause},
+                                  {"crash", K::crash},
+                                  {"restart", K::restart},
+                                  {"clock_jump", K::clock_jump},
+                                  {"clock_drift", K::clock_drift},
+                                  {"partition", K::partition},
+                                  {"heal", K::heal},
+                                  {"delay_spike", K::delay_spike}});
+  const std::string kind_name = *str(f, "kind");
+  const std::map<K, std::vector<std::string>> applies = {
+      {K::pause, {"target", "duration"}},
+      {K::crash, {"target", "duration", "power_loss"}},
+      {K::restart, {"target"}},
+      {K::clock_jump, {"target", "duration"}},
+      {K::clock_drift, {"target", "ppm"}},
+      {K::partition, {"side_a", "side_b", "duration", "one_way"}},
+      {K::heal, {}},
+      {K::delay_spike, {"target", "peer", "extra", "duration", "count"}}};
+  const auto& ok = applies.at(kind);
+  for (const auto& [k, v] : *f.t) {
+    const std::string key(k.str());
+    if (key == "kind" || key == "at" || key == "after") continue;
+    if (std::find(ok.begin(), ok.end(), key) == ok.end()) {
+      fail(line_of(v), f.field(key),
+           fmt::format("'{}' does not apply to a {} fault{}", key, kind_name,
+                       ok.empty() ? std::string(" (it takes no parameters)")
+                                  : fmt::format(" (it takes: {})", join(ok))));
+    }
+  }
+  FaultSpec spec;
+  spec.line = f.line;
+  spec.fault.kind = kind;
+  spec.fault.when = trigger(f, s, spec.trigger_proc);
+
+  const bool needs_target = kind != K::partition && kind != K::heal && kind != K::delay_spike;
+  if (needs_target)
+    need(f, "target", fmt::format("target = \"<process>\" (the process the {} hits)", kind_name));
+  if (auto t = str(f, "target")) {
+    check_process(*t, line_of(*f.get("target")), f.field("target"), kind == K::delay_spike);
+    spec.target = *t == "*" ? "" : *t;
+  }
+  if (auto p = str(f, "peer")) {
+    check_process(*p, line_of(*f.get("peer")), f.field("peer"), true);
+    spec.peer = *p == "*" ? "" : *p;
+  }
+  switch (kind) {
+    case K::pause:
+      need(f, "duration", "duration = \"15s\" (how long the process stops)");
+      spec.fault.duration = *duration(f, "duration", Sign::positive);
+      break;
+    case K::crash:
+      spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
+      spec.fault.power_loss = boolean(f, "power_loss").value_or(false);
+      break;
+    case K::clock_jump:
+      need(f, "duration", "duration = \"15s\" (how far the wall clock jumps; negative = back)");
+      spec.fault.duration = *duration(f, "duration", Sign::non_zero);
+      break;
+    case K::clock_drift:
+      need(f, "ppm", "ppm = 100 (the new drift in parts per million)");
+      spec.fault.ppm = *integer(f, "ppm", -NodeClock::kMaxDriftPpm, NodeClock::kMaxDriftPpm);
+      break;
+    case K::partition: {
+      need(f, "side_a", "side_a = [\"client1\", ...]");
+      need(f, "side_b", "side_b = [\"redis4\", ...]");
+      std::map<std::string, char> side_of;
+      for (const char* key : {"side_a", "side_b"}) {
+        const toml::node* n = f.get(key);
+        if (!n->is_array()) {
+          fail(line_of(*n), f.field(key),
+               fmt::format("expected an array of process names, got {}", type_name(*n)));
+        }
+        const toml::array& a = *n->as_array();
+        if (a.empty()) fail(line_of(*n), f.field(key), "a partition side must name at least one process");
+        auto& out = key[5] == 'a' ? spec.side_a : spec.side_b;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          const std::string field = fmt::format("{}[{}]", f.field(key), i);
+          const toml::node& e = a[i];
+          const std::uint32_t l = line_of(e) ? line_of(e) : line_of(*n);
+          if (!e.is_string()) fail(l, field, fmt::format("expected a process name, got {}", type_name(e)));
+          const std::string name = *e.value<std::string>();
+          check_process(name, l, field, false);
+          if (auto it = side_of.find(name); it != side_of.end()) {
+            fail(l, field,
+                 it->second == key[5] ? fmt::format("'{}' is listed twice", name)
+                                      : fmt::format("'{}' is on both sides of the partition", name));
+          }
+          side_of.emplace(name, key[5]);
+          out.push_back(name);
+        }
+      }
+      spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
+      spec.fault.one_way = boolean(f, "one_way").value_or(false);
+      break;
+    }
+    case K::delay_spike:
+      need(f, "extra", "extra = \"15s\" (the delay added to each matching message)");
+      spec.fault.extra = *duration(f, "extra", Sign::positive);
+      spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
+      spec.fault.count = static_cast<std::uint32_t>(integer(f, "count", 0, kMaxAcquisitions).value_or(0));
+      break;
+    case K::restart:
+    case K::heal:
+      break;
+  }
+  return spec;
+}
+
+}  // namespace locksim::loading

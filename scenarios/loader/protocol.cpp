@@ -1,0 +1,110 @@
+// The [protocol] and [protocols.<name>] tables: every ProtocolConfig field.
+#include "scenarios/loader/loader_internal.hpp"
+
+namespace locksim::loading {
+
+namespace {
+constexpr FieldDoc kProtocolFields[] = {
+    {"nodes", "integer 1..99", "per protocol (redis 1, redlock 5, raft 3)", "number of lock-service nodes"},
+    {"aof", "bool", "false", "Redis persistence (append-only file) on"},
+    {"fsync", "\"never\" | \"periodic\" | \"always\"", "\"never\"", "appendfsync; needs aof = true"},
+    {"fsync_period", "duration > 0", "\"1s\"", "period of fsync = \"periodic\""},
+    {"replica", "bool", "false",
+     "single Redis: an async replica (replica1) and a sentinel (sentinel1) that fails over"},
+    {"replication_delay", "duration", "\"50ms\"",
+     "async replication lag: how long a write waits on the master before it is streamed"},
+    {"failover_after", "duration", "\"5s\"", "sentinel down-after-milliseconds"},
+    {"incr_token", "bool", "false", "single Redis: fencing token from INCR on the master"},
+    {"drift_factor", "number 0..1", "0.01",
+     "Redlock drift = ttl * factor + clock_drift_allowance (stored exactly in ppm)"},
+    {"clock_drift_allowance", "duration", "\"2ms\"", "the + 2 ms of Redlock's drift"},
+    {"node_timeout", "duration > 0", "\"50ms\"", "Redlock per-node timeout"},
+    {"retry_count", "integer 0..1,000,000", "10", "acquire retries"},
+    {"retry_delay", "duration", "\"200ms\"", "wait between retries"},
+    {"retry_jitter", "duration", "\"100ms\"", "random extra wait between retries"},
+    {"elapsed_recheck", "bool", "false",
+     "antirez: re-check the elapsed time on the monotonic clock after acquiring"},
+    {"keepalive_interval", "duration", "\"0\"", "lease keep-alive period; \"0\" means ttl / 3"},
+    {"election_timeout_min", "duration > 0", "\"150ms\"", "Raft"},
+    {"election_timeout_max", "duration > 0", "\"300ms\"", "Raft; at least election_timeout_min"},
+    {"heartbeat", "duration > 0", "\"50ms\"", "Raft; shorter than election_timeout_min"},
+    {"variant", "string", "\"\"",
+     "a protocol variant, broken on purpose for teaching (see `locksim list --variants`)"},
+    {"extra", "table of strings", "", "string parameters for a user protocol: [protocol.extra]"},
+    {"ttl", "duration > 0", "[lock] ttl", "per-protocol TTL ([protocols.<name>] only)"},
+};
+}  // namespace
+
+std::vector<TableDoc> protocol_tables() {
+  return {{"protocol", "[protocol] and [protocols.<name>]: protocol parameters", kProtocolFields}};
+}
+
+std::string Loader::protocol_name(const std::string& name, std::uint32_t line,
+                                  const std::string& field) const {
+  if (std::find(protocol_names_.begin(), protocol_names_.end(), name) == protocol_names_.end()) {
+    fail(line, field,
+         fmt::format("unknown protocol '{}'{}", name, suggestion(name, protocol_names_, "protocols")));
+  }
+  return name;
+}
+
+void Loader::protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) const {
+  if (!allow_ttl && t.has("ttl")) {
+    fail_at(t, "ttl", "the TTL is set in [lock] (ttl = \"10s\"), or per protocol in [protocols.<name>]");
+  }
+  only_schema(t, "protocol");
+  if (auto v = duration(t, "ttl", Sign::positive)) c.ttl = *v;
+  if (auto v = integer(t, "nodes", 1, 99)) c.nodes = static_cast<std::uint32_t>(*v);
+  if (auto v = enumeration<FsyncPolicy>(t, "fsync",
+                                        {{"never", FsyncPolicy::never},
+                                         {"periodic", FsyncPolicy::periodic},
+                                         {"always", FsyncPolicy::always}})) {
+    c.fsync = *v;
+  }
+  if (auto v = boolean(t, "aof")) c.aof = *v;
+  if (t.has("fsync") && c.fsync != FsyncPolicy::never && !c.aof) {
+    fail_at(t, "fsync", "fsync has no effect without persistence: add aof = true");
+  }
+  if (auto v = duration(t, "fsync_period", Sign::positive)) c.fsync_period = *v;
+  if (auto v = boolean(t, "replica")) c.replica = *v;
+  if (auto v = duration(t, "replication_delay", Sign::non_negative)) c.replication_delay = *v;
+  if (auto v = duration(t, "failover_after", Sign::non_negative)) c.failover_after = *v;
+  if (auto v = boolean(t, "incr_token")) c.incr_token = *v;
+  if (auto v = fraction_ppm(t, "drift_factor", 1.0)) c.drift_factor_ppm = *v;
+  if (auto v = duration(t, "clock_drift_allowance", Sign::non_negative)) c.clock_drift_allowance = *v;
+  if (auto v = duration(t, "node_timeout", Sign::positive)) c.node_timeout = *v;
+  if (auto v = integer(t, "retry_count", 0, 1'000'000)) c.retry_count = static_cast<std::uint32_t>(*v);
+  if (auto v = duration(t, "retry_delay", Sign::non_negative)) c.retry_delay = *v;
+  if (auto v = duration(t, "retry_jitter", Sign::non_negative)) c.retry_jitter = *v;
+  if (auto v = boolean(t, "elapsed_recheck")) c.elapsed_recheck = *v;
+  if (auto v = duration(t, "keepalive_interval", Sign::non_negative)) c.keepalive_interval = *v;
+  if (auto v = duration(t, "election_timeout_min", Sign::positive)) c.election_timeout_min = *v;
+  if (auto v = duration(t, "election_timeout_max", Sign::positive)) c.election_timeout_max = *v;
+  if (auto v = duration(t, "heartbeat", Sign::positive)) c.heartbeat = *v;
+  if (c.election_timeout_min > c.election_timeout_max) {
+    const char* k = t.has("election_timeout_max") ? "election_timeout_max" : "election_timeout_min";
+    fail_at(t, k,
+            fmt::format("election_timeout_min ({}) is greater than election_timeout_max ({})",
+                        format_time(c.election_timeout_min), format_time(c.election_timeout_max)));
+  }
+  if (c.heartbeat >= c.election_timeout_min && (t.has("heartbeat") || t.has("election_timeout_min"))) {
+    const char* k = t.has("heartbeat") ? "heartbeat" : "election_timeout_min";
+    fail_at(t, k,
+            fmt::format(
+                "heartbeat ({}) must be shorter than election_timeout_min ({}), or followers start elections "
+                "against a live leader",
+                format_time(c.heartbeat), format_time(c.election_timeout_min)));
+  }
+  if (auto v = str(t, "variant", true)) c.variant = *v;
+  if (auto x = sub_table(t, "extra")) {
+    for (const auto& [k, v] : *x->t) {
+      if (!v.is_string()) {
+        fail(line_of(v), x->field(k.str()),
+             fmt::format("extra parameters are strings (write it in quotes), got {}", type_name(v)));
+      }
+      c.extra[std::string(k.str())] = *v.value<std::string>();
+    }
+  }
+}
+
+}  // namespace locksim::loading

@@ -1,0 +1,254 @@
+// The top level of a scenario file and the small tables ([lock], [resource], [limits], [[clock]]): the order
+// in which tables are read (limits first: other checks need max_time), the process names a file may use, and
+// the entry points.
+#include "scenarios/loader/loader_internal.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace locksim::loading {
+
+namespace {
+constexpr FieldDoc kTopFields[] = {
+    {"name", "string (letters, digits, _ - . +)", "the file name without .toml", "catalog name"},
+    {"title", "string", "\"\"", "one line for `locksim list`"},
+    {"source", "string", "\"\"",
+     "the paper, post or report the scenario reproduces (catalog files must have it)"},
+    {"teaches", "string", "\"\"", "one paragraph: what it teaches (catalog files must have it)"},
+    {"seed", "integer 0..2^63-1", "1", "the world's seed (`--seed` overrides it)"},
+    {"lock", "table", "", "the lock: [lock]"},
+    {"resource", "table", "", "the protected resource: [resource]"},
+    {"protocol", "table", "", "parameters for every protocol: [protocol]"},
+    {"protocols", "table of tables", "", "per-protocol overrides: [protocols.<name>]"},
+    {"network", "table", "", "the network: [network]"},
+    {"clock", "array of tables", "", "node clocks: [[clock]]"},
+    {"client", "array of tables", "required", "clients and their workload: [[client]]"},
+    {"fault", "array of tables", "", "the fault plan: [[fault]]"},
+    {"limits", "table", "", "when a run stops: [limits]"},
+    {"expect", "table", "", "expected verdicts: [expect]"},
+    {"replay", "table", "",
+     "written by `locksim explore` into replay files; ignored when loading a scenario"},
+};
+constexpr FieldDoc kLockFields[] = {
+    {"key", "string", "\"lock\"", "the lock's name"},
+    {"ttl", "duration > 0", "\"10s\"", "the TTL / lease TTL clients ask for"},
+};
+constexpr FieldDoc kResourceFields[] = {
+    {"name", "process name", "\"store\"", "its process name"},
+    {"key", "string", "\"data\"", "the key the clients write"},
+    {"mode", "\"auto\" | \"unfenced\" | \"fenced\"", "\"auto\"",
+     "auto: fenced iff the protocol sends tokens; otherwise forced"},
+    {"variant", "string", "\"\"",
+     "a teaching or mutant variant of the store (see `locksim list --variants`)"},
+};
+constexpr FieldDoc kLimitsFields[] = {
+    {"max_time", "duration > 0", "\"60s\"", "the run stops at this simulated time"},
+    {"max_events", "integer 1..50,000,000", "5000000",
+     "the run stops after this many events: inconclusive (exit 2) unless an anomaly was already recorded"},
+    {"max_mailbox", "integer 1..1,000,000", "1000000",
+     "the run stops when one mailbox holds more messages: inconclusive (exit 2) unless an anomaly was "
+     "already "
+     "recorded"},
+};
+constexpr FieldDoc kClockFields[] = {
+    {"node", "process name", "required", "whose clock"},
+    {"offset", "duration, may be negative", "\"0\"", "wall clock minus true time at the start"},
+    {"drift_ppm", "integer -500,000..500,000", "0", "+100 runs 100 µs per second fast (both clocks)"},
+};
+}  // namespace
+
+std::vector<TableDoc> root_tables() {
+  return {{"", "Top level", kTopFields},
+          {"lock", "[lock]", kLockFields},
+          {"resource", "[resource]: the protected store", kResourceFields},
+          {"clock", "[[clock]]: node clocks", kClockFields},
+          {"limits", "[limits]", kLimitsFields}};
+}
+
+void Loader::check_process(const std::string& name, std::uint32_t line, const std::string& field,
+                           bool allow_any) const {
+  if (allow_any && name == "*") return;
+  if (process_set_.count(name)) return;
+  if (is_service_process_name(name)) {
+    fail(line, field,
+         fmt::format(
+             "unknown process '{}': this file's lock services have {} ([protocol] nodes sets the count; "
+             "replica1 and sentinel1 need replica = true)",
+             name, services_));
+  }
+  const std::string near = nearest_name(name, processes_);
+  if (!near.empty()) fail(line, field, fmt::format("unknown process '{}' (did you mean '{}'?)", name, near));
+  fail(line, field,
+       fmt::format("unknown process '{}' (processes: {}{})", name, join(service_summary_),
+                   allow_any ? ", or \"*\" for any" : ""));
+}
+
+Scenario Loader::load(const toml::table& root_table) {
+  Scenario s;
+  s.file = file_;
+  Tab root{&root_table, "", 1};
+  only_schema(root, "");
+  protocol_names_ = valid_protocol_names();
+
+  s.name = str(root, "name").value_or(std::filesystem::path(file_).stem().string());
+  if (!valid_ident(s.name)) {
+    if (root.has("name"))
+      fail_at(root, "name",
+              fmt::format("'{}' is not a valid name: use letters, digits, '_', '-', '.'", s.name));
+    s.name = "scenario";
+  }
+  s.title = str(root, "title").value_or("");
+  s.source = str(root, "source").value_or("");
+  s.teaches = str(root, "teaches").value_or("");
+  if (auto v = integer(root, "seed", 0, static_cast<std::int64_t>(Scenario::kMaxSeed)))
+    s.seed = static_cast<std::uint64_t>(*v);
+
+  if (auto l = sub_table(root, "limits")) {
+    only_schema(*l, "limits");
+    if (auto v = duration(*l, "max_time", Sign::positive)) s.max_time = *v;
+    // At most the kernel's own default: a file cannot ask for more events (and so more trace memory) than
+    // that.
+    if (auto v = integer(*l, "max_events", 1, 50'000'000LL)) s.max_events = static_cast<std::uint64_t>(*v);
+    if (auto v = integer(*l, "max_mailbox", 1, 1'000'000LL)) s.max_mailbox = static_cast<std::size_t>(*v);
+  }
+  max_time_ = s.max_time;
+
+  if (auto l = sub_table(root, "lock")) {
+    only_schema(*l, "lock");
+    if (auto v = str(*l, "key")) s.lock_key = *v;
+    if (auto v = duration(*l, "ttl", Sign::positive)) s.config.ttl = *v;
+  }
+  if (auto r = sub_table(root, "resource")) {
+    only_schema(*r, "resource");
+    if (auto v = str(*r, "name")) {
+      if (!valid_ident(*v)) fail_at(*r, "name", fmt::format("'{}' is not a valid process name", *v));
+      s.resource_name = *v;
+    }
+    if (auto v = str(*r, "key")) s.resource_key = *v;
+    if (r->has("mode")) {
+      const auto m = *enumeration<int>(*r, "mode", {{"auto", 0}, {"unfenced", 1}, {"fenced", 2}});
+      if (m == 1) s.resource_mode = ResourceMode::unfenced;
+      if (m == 2) s.resource_mode = ResourceMode::fenced;
+    }
+    if (auto v = str(*r, "variant", true)) s.resource_variant = *v;
+  }
+
+  if (auto p = sub_table(root, "protocol")) protocol_config(*p, s.config, false);
+  if (auto ps = sub_table(root, "protocols")) {
+    for (const auto& [k, v] : *ps->t) {
+      const std::string name(k.str());
+      const std::string field = ps->field(name);
+      protocol_name(name,
+                    k.source().begin.line ? static_cast<std::uint32_t>(k.source().begin.line) : line_of(v),
+                    field);
+      if (!v.is_table())
+        fail(line_of(v), field,
+             fmt::format("expected a table [protocols.\"{}\"], got {}", name, type_name(v)));
+      ProtocolConfig c = s.config;
+      protocol_config(Tab{v.as_table(), fmt::format("protocols.\"{}\"", name), line_of(v)}, c, true);
+      s.per_protocol[name] = std::move(c);
+    }
+  }
+
+  // Service process names: the union over every protocol the file may run (redis 1 node, redlock 5, raft 3
+  // unless `nodes` says otherwise). A world only has some of them; the builder ignores names its protocol
+  // lacks.
+  std::uint32_t redis_n = s.config.nodes ? s.config.nodes : 5;
+  std::uint32_t raft_n = s.config.nodes ? s.config.nodes : 3;
+  bool replica = s.config.replica;
+  for (const auto& [name, c] : s.per_protocol) {
+    if (name == "redis" || name == "redis+incr") redis_n = std::max(redis_n, c.nodes ? c.nodes : 1u);
+    if (name == "redlock") redis_n = std::max(redis_n, c.nodes ? c.nodes : 5u);
+    if (name == "lease" || name == "lease+fence") raft_n = std::max(raft_n, c.nodes ? c.nodes : 3u);
+    replica = replica || c.replica;
+  }
+  auto add = [&](const std::string& n) {
+    if (process_set_.insert(n).second) processes_.push_back(n);
+  };
+  add(s.resource_name);
+  for (std::uint32_t i = 1; i <= redis_n; ++i) add(fmt::format("redis{}", i));
+  if (replica) add("replica1");
+  if (replica) add("sentinel1");
+  for (std::uint32_t i = 1; i <= raft_n; ++i) add(fmt::format("raft{}", i));
+
+  clients(root, s);
+  if (s.clients.empty()) fail(1, "client", "a scenario needs at least one [[client]] (name = \"client1\")");
+  for (const auto& c : s.clients) add(c.name);
+  // For messages: clients first (what people mostly target), then the services compactly.
+  if (s.clients.size() <= 6) {
+    for (const auto& c : s.clients) service_summary_.push_back(c.name);
+  } else {
+    service_summary_.push_back(fmt::format("{}..{}", s.clients.front().name, s.clients.back().name));
+  }
+  services_ =
+      fmt::format("{}{}, raft1..raft{}", redis_n == 1 ? "redis1" : fmt::format("redis1..redis{}", redis_n),
+                  replica ? ", replica1, sentinel1" : "", raft_n);
+  service_summary_.push_back(s.resource_name);
+  service_summary_.push_back(services_);
+
+  network(root, s);
+  clocks(root, s);
+
+  for (const Tab& f : table_array(root, "fault")) s.faults.push_back(fault(f, s));
+
+  expect(root, s);
+  return s;
+}
+
+void Loader::clocks(const Tab& root, Scenario& s) const {
+  std::map<std::string, std::uint32_t> clock_nodes;
+  for (const Tab& c : table_array(root, "clock")) {
+    only_schema(c, "clock");
+    ClockSpec spec;
+    need(c, "node", "node = \"<process>\"");
+    spec.node = *str(c, "node");
+    check_process(spec.node, line_of(*c.get("node")), c.field("node"), false);
+    if (auto it = clock_nodes.find(spec.node); it != clock_nodes.end()) {
+      fail_at(c, "node", fmt::format("the clock of '{}' is already set at line {}", spec.node, it->second));
+    }
+    clock_nodes.emplace(spec.node, c.line);
+    if (auto v = duration(c, "offset", Sign::any)) spec.clock.offset = *v;
+    if (auto v = integer(c, "drift_ppm", -NodeClock::kMaxDriftPpm, NodeClock::kMaxDriftPpm))
+      spec.clock.drift_ppm = *v;
+    s.clocks.push_back(std::move(spec));
+  }
+}
+
+}  // namespace locksim::loading
+
+namespace locksim {
+
+using loading::Loader;
+
+Scenario load_scenario_text(std::string_view text, const std::string& filename) {
+  toml::table root;
+  try {
+    root = toml::parse(text, filename);
+  } catch (const toml::parse_error& e) {
+    const auto line = static_cast<std::uint32_t>(e.source().begin.line);
+    throw InputError(filename, line == 0 ? 1 : line, "syntax",
+                     fmt::format("not valid TOML: {}", e.description()));
+  }
+  return Loader(filename).load(root);
+}
+
+Scenario load_scenario_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path, 0, "file", "is a directory, not a scenario file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, 0, "file", fmt::format("cannot open: {}", std::strerror(errno)));
+  constexpr std::size_t kMaxBytes = 16u << 20;
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxBytes)
+      throw InputError(path, 0, "file", "is larger than 16 MiB: not a scenario file");
+  }
+  return load_scenario_text(text, path);
+}
+
+}  // namespace locksim
