@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocols/history.hpp"
+#include "protocols/variant.hpp"
 #include "sim/world.hpp"
 
 namespace locksim {
@@ -82,6 +83,8 @@ class Protocol {
   virtual std::string name() const = 0;
   /// One line for `locksim list`.
   virtual std::string summary() const = 0;
+  /// The variants this protocol understands (ProtocolConfig::variant); a scenario naming another is an error.
+  virtual std::vector<Variant> variants() const { return {}; }
   /// Whether writes carry the grant's token to the resource (fencing).
   virtual bool fenced() const { return false; }
   /// Spawn the service's processes. Servers record service-side grants in `history` (write only).

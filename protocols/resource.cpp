@@ -104,4 +104,11 @@ ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opt
       ProcessOptions{.daemon = true});
 }
 
+std::vector<Variant> resource_variants() {
+  return {{"gt-fence", "accept iff token > highest: a second write by the same holder is refused"},
+          {"lt-fence", "the comparison backwards: accept iff token <= highest"},
+          {"split-fence", "check the token on arrival but land the write 200 ms later (mutant)"},
+          {"client-check", "the store does not compare tokens; the clients are trusted to (mutant)"}};
+}
+
 }  // namespace locksim

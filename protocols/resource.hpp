@@ -9,6 +9,7 @@
 #include <string>
 
 #include "protocols/history.hpp"
+#include "protocols/variant.hpp"
 #include "sim/world.hpp"
 
 namespace locksim {
@@ -19,7 +20,7 @@ struct ResourceOptions {
   ResourceMode mode = ResourceMode::unfenced;
   /// Teaching variants: "gt-fence" accepts iff token > highest (rejects an equal token: a second write by the
   /// same holder fails); "lt-fence" has the comparison backwards (a one-line bug real systems shipped).
-  /// Mutants (issue 9): "split-fence" checks the token on arrival but lands the write (and raises the fence)
+  /// Mutants: "split-fence" checks the token on arrival but lands the write (and raises the fence)
   /// later, so two writes interleave between check and write; "client-check" leaves the comparison to the
   /// clients (the store accepts every write).
   std::string variant;
@@ -57,6 +58,9 @@ inline constexpr const char* kWriteType = "write";
 inline constexpr const char* kReadType = "read";
 
 /// Spawn the store as a daemon process named `name`.
+/// The variants the store understands (ResourceOptions::variant).
+std::vector<Variant> resource_variants();
+
 ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opts, History& history);
 
 }  // namespace locksim

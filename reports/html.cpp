@@ -13,6 +13,7 @@
 #include <set>
 
 #include "reports/report.hpp"
+#include "scenarios/expectation.hpp"
 
 namespace locksim {
 
@@ -720,8 +721,10 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
   o += fmt::format("<span class=\"badge {}\">{}</span>", safe ? "safe" : "unsafe", safe ? "SAFE" : "UNSAFE");
   std::string expect;
   if (auto it = sc.expect.find(run.protocol); it != sc.expect.end())
-    expect = fmt::format(" · expected {} ({})", to_string(it->second),
-                         it->second == run.verdict() ? "as expected" : "NOT as expected");
+    expect = fmt::format(" · expected {} ({})", it->second.describe(),
+                         it->second.seeds                        ? "judged over seeds by locksim check"
+                         : unmet_in_run(it->second, run).empty() ? "as expected"
+                                                                 : "NOT as expected");
   o += fmt::format(
       "<span class=\"meta\">protocol <b>{}</b> · {} store · seed {} · {} events · simulated {} s · trace "
       "{:016x}{}"

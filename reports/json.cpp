@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/report.hpp"
+#include "scenarios/expectation.hpp"
 
 namespace locksim {
 
@@ -71,8 +72,11 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   j["seed"] = run.seed;
   j["verdict"] = std::string(to_string(run.verdict()));
   if (auto it = sc.expect.find(run.protocol); it != sc.expect.end()) {
-    j["expected"] = std::string(to_string(it->second));
-    j["as_expected"] = it->second == run.verdict();
+    j["expected"] = it->second.describe();
+    if (it->second.seeds)
+      j["as_expected"] = nullptr;  // judged over a seed range, not by one run
+    else
+      j["as_expected"] = unmet_in_run(it->second, run).empty();
   } else {
     j["expected"] = nullptr;
   }

@@ -89,6 +89,7 @@ enum class Outcome { pass, failure, error };
 
 Outcome outcome(const JUnitCase& c) {
   if (c.got.empty()) return Outcome::error;
+  if (c.met) return *c.met ? Outcome::pass : Outcome::failure;
   if (!c.expected.empty() && c.expected != c.got) return Outcome::failure;
   return Outcome::pass;
 }

@@ -1,6 +1,7 @@
 #pragma once
 /// Reports render a finished run (RunOutput); they read results only.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ struct JUnitCase {
   std::string got;       ///< the verdict the run gave; empty when the run could not be made (an error)
   double seconds = 0;    ///< wall time the check took (for CI dashboards only; never enters a trace)
   std::string message;   ///< why it failed (or extra output for a passing case), e.g. the replay command
+  /// Whether the expectation was met, when it was judged by more than a verdict word (a richer [expect]
+  /// or a seed range); unset: met iff `got` equals `expected`.
+  std::optional<bool> met;
 };
 
 /// JUnit XML for CI systems: one <testsuite name="locksim check"> with one <testcase> per case; a case whose

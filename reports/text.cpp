@@ -1,9 +1,11 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
 
 #include "reports/report.hpp"
+#include "scenarios/expectation.hpp"
 
 namespace locksim {
 
@@ -110,9 +112,20 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
   if (safe && run.inconclusive())
     out += " — but INCONCLUSIVE: the run stopped at a limit before its clients finished";
   auto exp = sc.expect.find(run.protocol);
-  if (exp != sc.expect.end())
-    out += fmt::format("   (expected {}: {})", to_string(exp->second),
-                       exp->second == run.verdict() ? "as expected" : paint(col, "1;31", "NOT as expected"));
+  if (exp != sc.expect.end()) {
+    const Expectation& e = exp->second;
+    if (e.seeds) {
+      out += fmt::format("   (expected {}: judged over those seeds by `locksim check`)", e.describe());
+    } else {
+      const auto unmet = unmet_in_run(e, run);
+      out += fmt::format("   (expected {}: {})", e.describe(),
+                         unmet.empty() ? "as expected"
+                                       : paint(col, "1;31",
+                                               e.verdict_only() ? std::string("NOT as expected")
+                                                                : fmt::format("NOT as expected: {}",
+                                                                              fmt::join(unmet, "; "))));
+    }
+  }
   out += "\n";
   out += fmt::format("trace hash: {:016x}   events: {}   simulated: {}   stop: {}\n", run.trace_hash,
                      run.events, format_seconds(run.run.end, 3) + " s", to_string(run.run.reason));

@@ -178,6 +178,24 @@ std::string name_list(const std::vector<std::string>& v) {
   return s + "]";
 }
 
+/// An expectation as [expect] holds it: a bare verdict as one word, the rest as an inline table.
+std::string expectation_value(const Expectation& e) {
+  if (e.verdict_only() && e.verdict) return q(to_string(*e.verdict));
+  std::vector<std::string> kv;
+  if (e.verdict) kv.push_back(fmt::format("verdict = {}", q(to_string(*e.verdict))));
+  if (e.anomalies) kv.push_back(fmt::format("anomalies = {}", name_list(*e.anomalies)));
+  if (e.lost_updates) kv.push_back(fmt::format("lost_updates = {}", q(e.lost_updates->text)));
+  if (e.tokens)
+    kv.push_back(fmt::format("tokens = {}",
+                             q(*e.tokens == Expectation::Tokens::increasing ? "increasing" : "regressing")));
+  if (e.min_slack) kv.push_back(fmt::format("min_slack = {}", dur(*e.min_slack)));
+  if (e.seeds) kv.push_back(fmt::format("seeds = \"{}..{}\"", e.seeds->first, e.seeds->second));
+  if (e.over) kv.push_back(fmt::format("over = {}", q(*e.over == Expectation::Over::all ? "all" : "any")));
+  std::string s = "{ ";
+  for (std::size_t i = 0; i < kv.size(); ++i) s += (i ? ", " : "") + kv[i];
+  return s + " }";
+}
+
 std::string fault_kind(Fault::Kind k) {
   return std::string(to_string(k));
 }
@@ -311,7 +329,7 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
                      to_string(replay->verdict));
   } else {
     if (!sc.protocols.empty()) s += fmt::format("protocols = {}\n", name_list(sc.protocols));
-    for (const auto& [p, v] : sc.expect) s += fmt::format("{} = \"{}\"\n", key(p), to_string(v));
+    for (const auto& [p, e] : sc.expect) s += fmt::format("{} = {}\n", key(p), expectation_value(e));
   }
 
   if (replay) {

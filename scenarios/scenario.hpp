@@ -56,6 +56,42 @@ struct FaultSpec {
   std::uint32_t line = 0;  ///< source line, for error messages
 };
 
+/// A bound on a count, as written in [expect]: "0", "> 0", ">= 3", "<= 5%", "< 10%". A bound with `%` is on
+/// the percentage (of acknowledged read–modify–writes, for lost updates), without on the count.
+struct CountBound {
+  enum class Op : std::uint8_t { eq, lt, le, gt, ge };
+  Op op = Op::eq;
+  double value = 0;
+  bool percent = false;
+  std::string text;  ///< as written, for messages
+  bool holds(std::uint64_t count, double percentage) const;
+};
+
+/// What a scenario expects of one protocol: a verdict, and optionally which anomalies, how many lost updates,
+/// how the tokens go and how much slack is left; over one seed (the scenario's or --seed) or over a range of
+/// seeds, where `over` says whether every seed must meet it ("all") or at least one ("any").
+struct Expectation {
+  enum class Tokens : std::uint8_t { increasing, regressing };
+  enum class Over : std::uint8_t { all, any };
+  std::optional<Verdict> verdict;
+  std::optional<std::vector<std::string>> anomalies;  ///< exactly these anomaly kinds occur ([] = none)
+  std::optional<CountBound> lost_updates;
+  std::optional<Tokens> tokens;
+  std::optional<Duration> min_slack;  ///< the checker's slack is at least this (no slack measured: met)
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> seeds;  ///< first..last, inclusive
+  std::optional<Over> over;  ///< default: any for an unsafe verdict, all otherwise
+
+  Expectation() = default;
+  Expectation(Verdict v) : verdict(v) {}  // NOLINT: a bare verdict is the common case
+  Over quantifier() const { return over.value_or(verdict == Verdict::unsafe ? Over::any : Over::all); }
+  /// True when only a verdict is given (today's one-word form).
+  bool verdict_only() const {
+    return !anomalies && !lost_updates && !tokens && !min_slack && !seeds && !over;
+  }
+  /// "unsafe", or "unsafe; anomalies = [lost-update]; lost_updates > 0; over seeds 1..20: any".
+  std::string describe() const;
+};
+
 struct Scenario {
   std::string name;     ///< catalog name, e.g. "kleppmann-gc-pause"
   std::string title;    ///< one line
@@ -86,8 +122,8 @@ struct Scenario {
   std::size_t max_mailbox =
       1'000'000;  ///< messages waiting in one mailbox before the run stops (inconclusive)
 
-  std::vector<std::string> protocols;     ///< protocols the scenario runs by default (order kept)
-  std::map<std::string, Verdict> expect;  ///< expected verdict per protocol
+  std::vector<std::string> protocols;         ///< protocols the scenario runs by default (order kept)
+  std::map<std::string, Expectation> expect;  ///< what each protocol with an expectation should get
 
   const ProtocolConfig& config_for(const std::string& protocol) const {
     auto it = per_protocol.find(protocol);

@@ -169,6 +169,15 @@ class LeaseProtocol final : public Protocol {
                    : "etcd-like lease lock on Raft (TTL + keep-alive); writes carry no token";
   }
   bool fenced() const override { return fenced_; }
+  std::vector<Variant> variants() const override {
+    return {
+        {"trust-reply", "the client accepts a grant reply that arrives after the lease it names expired"},
+        {"no-recheck-after-wait",
+         "the client does not re-check the lease after waiting for the lock (as trust-reply)"},
+        {"wall-expiry", "the leader times leases on its wall clock, which jumps, not its monotonic clock"},
+        {"node-counter",
+         "a grant's token is the leader's own volatile counter, not the replicated revision"}};
+  }
 
   ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) override {
     history.service_quorum = 1;  // only committed decisions are recorded, once each

@@ -245,6 +245,10 @@ class RedisProtocol final : public Protocol {
                  "across failover)"
                : "single Redis node: SET NX PX, compare-and-delete, optional async replica + failover";
   }
+  std::vector<Variant> variants() const override {
+    return {{"blind-release",
+             "the unlock deletes the key whatever its value (DEL instead of compare-and-delete)"}};
+  }
   /// `redis+incr` always sends its INCR token; `redis` does when built with cfg.incr_token.
   bool fenced() const override { return force_incr_ || built_incr_; }
 
@@ -287,6 +291,11 @@ class RedisProtocol final : public Protocol {
 class RedlockProtocol final : public Protocol {
  public:
   std::string name() const override { return "redlock"; }
+  std::vector<Variant> variants() const override {
+    return {{"no-elapsed-check", "the client does not subtract the time acquiring took from the validity"},
+            {"blind-release",
+             "the unlock deletes the key whatever its value (DEL instead of compare-and-delete)"}};
+  }
   std::string summary() const override {
     return "Redlock: N independent Redis masters (default 5), majority, validity = ttl - elapsed - drift";
   }

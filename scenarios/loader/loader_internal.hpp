@@ -274,6 +274,8 @@ class Loader {
   void network(const Tab& root, Scenario& s) const;
   void clocks(const Tab& root, Scenario& s) const;
   void expect(const Tab& root, Scenario& s) const;
+  Expectation expectation(const toml::node& v, const std::string& field) const;
+  void variants(const Tab& root, const Scenario& s) const;
   FaultSpec fault(const Tab& t, const Scenario& s) const;
   Trigger trigger(const Tab& t, const Scenario& s, std::string& proc) const;
   std::string protocol_name(const std::string& name, std::uint32_t line, const std::string& field) const;

@@ -29,7 +29,7 @@ constexpr FieldDoc kProtocolFields[] = {
     {"election_timeout_max", "duration > 0", "\"300ms\"", "Raft; at least election_timeout_min"},
     {"heartbeat", "duration > 0", "\"50ms\"", "Raft; shorter than election_timeout_min"},
     {"variant", "string", "\"\"",
-     "a protocol variant, broken on purpose for teaching (see `locksim list --variants`)"},
+     "a protocol variant, broken on purpose for teaching (`locksim list` lists them)"},
     {"extra", "table of strings", "", "string parameters for a user protocol: [protocol.extra]"},
     {"ttl", "duration > 0", "[lock] ttl", "per-protocol TTL ([protocols.<name>] only)"},
 };
@@ -103,6 +103,54 @@ void Loader::protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) co
              fmt::format("extra parameters are strings (write it in quotes), got {}", type_name(v)));
       }
       c.extra[std::string(k.str())] = *v.value<std::string>();
+    }
+  }
+}
+
+namespace {
+
+std::vector<Variant> variants_of(const std::string& protocol) {
+  auto& reg = ProtocolRegistry::instance();
+  if (!reg.has(protocol)) return {};
+  return reg.make(protocol)->variants();
+}
+
+std::vector<std::string> names_of(const std::vector<Variant>& vs) {
+  std::vector<std::string> out;
+  for (const Variant& v : vs) out.push_back(v.name);
+  return out;
+}
+
+}  // namespace
+
+/// Every variant named in the file must be one its protocol (or, in [protocol], one of the protocols the file
+/// runs) or the resource understands: a misspelled variant would otherwise run as no variant at all.
+void Loader::variants(const Tab& root, const Scenario& s) const {
+  auto check = [&](const Tab& t, const std::vector<std::string>& valid, const std::string& whose) {
+    const auto v = str(t, "variant", true);
+    if (!v || v->empty()) return;
+    if (std::find(valid.begin(), valid.end(), *v) != valid.end()) return;
+    fail_at(t, "variant",
+            valid.empty()
+                ? fmt::format("unknown variant '{}': {} has no variants", *v, whose)
+                : fmt::format("unknown variant '{}' of {}{}", *v, whose, suggestion(*v, valid, "variants")));
+  };
+  if (auto r = sub_table(root, "resource")) check(*r, names_of(resource_variants()), "the store");
+  if (auto p = sub_table(root, "protocol")) {
+    std::vector<std::string> runs = s.protocols;
+    if (runs.empty()) runs = ProtocolRegistry::instance().names();
+    std::vector<std::string> valid;
+    for (const auto& name : runs)
+      for (const auto& v : names_of(variants_of(name)))
+        if (std::find(valid.begin(), valid.end(), v) == valid.end()) valid.push_back(v);
+    check(*p, valid, fmt::format("the protocols this file runs ({})", join(runs)));
+  }
+  if (auto ps = sub_table(root, "protocols")) {
+    for (const auto& [k, v] : *ps->t) {
+      const std::string name(k.str());
+      if (!v.is_table() || !ProtocolRegistry::instance().has(name)) continue;
+      check(Tab{v.as_table(), fmt::format("protocols.\"{}\"", name), line_of(v)}, names_of(variants_of(name)),
+            name);
     }
   }
 }

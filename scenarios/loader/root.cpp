@@ -41,7 +41,7 @@ constexpr FieldDoc kResourceFields[] = {
     {"mode", "\"auto\" | \"unfenced\" | \"fenced\"", "\"auto\"",
      "auto: fenced iff the protocol sends tokens; otherwise forced"},
     {"variant", "string", "\"\"",
-     "a teaching or mutant variant of the store (see `locksim list --variants`)"},
+     "a teaching or mutant variant of the store (`locksim list` lists them)"},
 };
 constexpr FieldDoc kLimitsFields[] = {
     {"max_time", "duration > 0", "\"60s\"", "the run stops at this simulated time"},
@@ -194,6 +194,7 @@ Scenario Loader::load(const toml::table& root_table) {
   for (const Tab& f : table_array(root, "fault")) s.faults.push_back(fault(f, s));
 
   expect(root, s);
+  variants(root, s);
   return s;
 }
 

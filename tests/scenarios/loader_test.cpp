@@ -266,8 +266,8 @@ TEST(Loader, AnnotatedExampleOfTheDocsLoadsCompletely) {
   EXPECT_EQ(spike.peer, "store");
 
   EXPECT_EQ(s.protocols, (std::vector<std::string>{"redis", "redlock", "lease", "lease+fence"}));
-  EXPECT_EQ(s.expect.at("redis"), Verdict::unsafe);
-  EXPECT_EQ(s.expect.at("lease+fence"), Verdict::safe);
+  EXPECT_EQ(s.expect.at("redis").verdict, Verdict::unsafe);
+  EXPECT_EQ(s.expect.at("lease+fence").verdict, Verdict::safe);
 }
 
 TEST(Loader, ProtocolsDefaultToExpectKeysInFileOrder) {
@@ -486,10 +486,10 @@ TEST(Catalog, KleppmannGcPauseTellsTheStory) {
   EXPECT_EQ(s.faults[0].fault.kind, Fault::Kind::pause);
   EXPECT_EQ(s.faults[0].fault.duration, 15s);
   EXPECT_EQ(s.faults[0].fault.when.label, note::lease_check);
-  EXPECT_EQ(s.expect.at("redis"), Verdict::unsafe);
-  EXPECT_EQ(s.expect.at("redlock"), Verdict::unsafe);
-  EXPECT_EQ(s.expect.at("lease"), Verdict::unsafe);
-  EXPECT_EQ(s.expect.at("lease+fence"), Verdict::safe);
+  EXPECT_EQ(s.expect.at("redis").verdict, Verdict::unsafe);
+  EXPECT_EQ(s.expect.at("redlock").verdict, Verdict::unsafe);
+  EXPECT_EQ(s.expect.at("lease").verdict, Verdict::unsafe);
+  EXPECT_EQ(s.expect.at("lease+fence").verdict, Verdict::safe);
 }
 
 }  // namespace
