@@ -23,6 +23,13 @@ struct Grant {
   std::uint64_t lease_id = 0;  ///< protocol-private handle (lease id for consensus leases)
 };
 
+/// One service node's own persistence, overriding the protocol's ([[node]] in a scenario).
+struct NodeSettings {
+  std::optional<bool> aof;
+  std::optional<FsyncPolicy> fsync;
+  std::optional<Duration> fsync_period;
+};
+
 /// Every parameter a built-in protocol understands (option struct, not a string registry). A user protocol
 /// may read its own parameters from `extra`.
 struct ProtocolConfig {
@@ -47,14 +54,24 @@ struct ProtocolConfig {
 
   // Consensus lease
   Duration keepalive_interval{0};  ///< 0: ttl / 3
+  /// The lease client's RPC timeout; 0: max(2 × election_timeout_max, 100 ms).
+  Duration rpc_timeout{0};
+  /// How often the service's leader looks for expired leases (etcd's lessor: every 500 ms).
+  Duration expiry_check_interval{500ms};
   Duration election_timeout_min{150ms};
   Duration election_timeout_max{300ms};
   Duration heartbeat{50ms};
+
+  /// The first fencing token the service hands out: redis+incr's INCR counter starts just below it; the
+  /// lease's revisions start at it (so its first token is at least this). 0: the service's own start (1).
+  std::uint64_t first_token = 0;
 
   // Variants for teaching (broken on purpose).
   std::string variant;  ///< e.g. "gt-fence" (">" instead of ">="), "client-check"
 
   std::map<std::string, std::string> extra;  ///< user protocol parameters
+  /// Per-node persistence by process name (redis1, replica1, raft2...); nodes not named use the above.
+  std::map<std::string, NodeSettings> node_settings;
 };
 
 /// A client's view of a lock service. All calls block the calling fiber (straight-line code).

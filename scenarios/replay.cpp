@@ -151,6 +151,10 @@ void config_lines(std::string& s, const ProtocolConfig& c, const ProtocolConfig&
     s += fmt::format("elapsed_recheck = {}\n", c.elapsed_recheck);
   if (c.keepalive_interval != base.keepalive_interval)
     s += fmt::format("keepalive_interval = {}\n", dur(c.keepalive_interval));
+  if (c.rpc_timeout != base.rpc_timeout) s += fmt::format("rpc_timeout = {}\n", dur(c.rpc_timeout));
+  if (c.expiry_check_interval != base.expiry_check_interval)
+    s += fmt::format("expiry_check_interval = {}\n", dur(c.expiry_check_interval));
+  if (c.first_token != base.first_token) s += fmt::format("first_token = {}\n", c.first_token);
   if (c.election_timeout_min != base.election_timeout_min)
     s += fmt::format("election_timeout_min = {}\n", dur(c.election_timeout_min));
   if (c.election_timeout_max != base.election_timeout_max)
@@ -306,6 +310,12 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
   for (const LinkSpec& l : sc.links) {
     s += fmt::format("\n[[network.link]]\nfrom = {}\nto = {}\n", q(l.from), q(l.to));
     link_lines(s, l.options);
+  }
+  for (const auto& [name, ns] : sc.config.node_settings) {
+    s += fmt::format("\n[[node]]\nname = {}\n", q(name));
+    if (ns.aof) s += fmt::format("aof = {}\n", *ns.aof);
+    if (ns.fsync) s += fmt::format("fsync = \"{}\"\n", fsync_name(*ns.fsync));
+    if (ns.fsync_period) s += fmt::format("fsync_period = {}\n", dur(*ns.fsync_period));
   }
   for (const ClockSpec& c : sc.clocks) {
     s += fmt::format("\n[[clock]]\nnode = {}\noffset = {}\ndrift_ppm = {}\n", q(c.node), dur(c.clock.offset),

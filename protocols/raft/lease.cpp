@@ -19,6 +19,7 @@ std::uint32_t group_size(const ProtocolConfig& cfg) {
 }
 
 Duration rpc_timeout_for(const ProtocolConfig& cfg) {
+  if (cfg.rpc_timeout > 0ns) return cfg.rpc_timeout;
   return std::max<Duration>(2 * cfg.election_timeout_max, 100ms);
 }
 }  // namespace
@@ -35,6 +36,11 @@ RaftOptions raft_options(const ProtocolConfig& cfg) {
     if (it->second == "periodic") o.fsync = FsyncPolicy::periodic;
   }
   o.fsync_period = cfg.fsync_period;
+  o.expiry_check_interval = cfg.expiry_check_interval;
+  for (const auto& [name, ns] : cfg.node_settings)
+    if (ns.fsync || ns.fsync_period)
+      o.member_fsync[name] = {ns.fsync.value_or(o.fsync), ns.fsync_period.value_or(o.fsync_period)};
+  o.token_base = cfg.first_token > 1 ? cfg.first_token - 1 : 0;
   o.wall_expiry = cfg.variant == "wall-expiry";
   o.node_counter = cfg.variant == "node-counter";
   return o;

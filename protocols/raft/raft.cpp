@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 namespace locksim::raft {
 
@@ -173,7 +174,8 @@ class Node {
     // Without check-quorum the quorum deadline is never moved on: waking for it would spin at one instant.
     Time t = sh_.opts.check_quorum ? std::min(heartbeat_deadline_, quorum_deadline_) : heartbeat_deadline_;
     for (const auto& [lease, d] : deadlines_)
-      if (!pending_revoke_.count(lease)) t = std::min(t, d - (lease_clock() - ctx_.now()));  // on ctx_.now()
+      if (!pending_revoke_.count(lease))
+        t = std::min(t, expiry_seen_at(d) - (lease_clock() - ctx_.now()));  // on ctx_.now()
     return t;
   }
 
@@ -196,7 +198,7 @@ class Node {
     // Lease expiry, decided here on this leader's monotonic clock and committed through the log.
     std::vector<std::uint64_t> expired;
     for (const auto& [lease, d] : deadlines_)
-      if (d <= lease_clock() && !pending_revoke_.count(lease)) expired.push_back(lease);
+      if (expiry_seen_at(d) <= lease_clock() && !pending_revoke_.count(lease)) expired.push_back(lease);
     for (std::uint64_t lease : expired) {
       pending_revoke_.insert(lease);
       propose(Command{Op::revoke, lease, 0ns, {}, true}, nullptr);
@@ -390,7 +392,17 @@ class Node {
   /// The clock leases are timed on: monotonic, or the wall clock in the "wall-expiry" variant.
   Time lease_clock() const { return sh_.opts.wall_expiry ? ctx_.wall() : ctx_.now(); }
   /// A lock reply's token: the replicated revision, or this node's own counter in the "node-counter" variant.
-  std::uint64_t lock_token(std::uint64_t rev) { return sh_.opts.node_counter ? ++node_counter_ : rev; }
+  std::uint64_t lock_token(std::uint64_t rev) {
+    return sh_.opts.token_base + (sh_.opts.node_counter ? ++node_counter_ : rev);
+  }
+  /// When the leader's lessor next looks at lease deadline `d` (on the lease clock): at once without a check
+  /// interval, else at the first tick at or after it.
+  Time expiry_seen_at(Time d) const {
+    const std::int64_t i = sh_.opts.expiry_check_interval.count();
+    if (i <= 0 || d.count() <= 0) return d;
+    const std::int64_t ticks = d.count() / i + (d.count() % i != 0);
+    return Time{ticks > std::numeric_limits<std::int64_t>::max() / i ? kTimeMax.count() : ticks * i};
+  }
 
   void fail_deleted_waiters(const Command& c) {
     for (auto it = waiters_.begin(); it != waiters_.end();) {
@@ -581,6 +593,10 @@ std::vector<ProcId> spawn_raft_group(World& world, const RaftOptions& opts,
     po.daemon = true;
     po.fsync = opts.fsync;
     po.fsync_period = opts.fsync_period;
+    if (auto it = opts.member_fsync.find(name); it != opts.member_fsync.end()) {
+      po.fsync = it->second.first;
+      po.fsync_period = it->second.second;
+    }
     ids.push_back(world.spawn(
         name,
         [shared](Context& ctx) {

@@ -95,9 +95,18 @@ struct RaftOptions {
   Duration heartbeat{50ms};
   FsyncPolicy fsync = FsyncPolicy::always;  ///< etcd fsyncs its WAL before acknowledging
   Duration fsync_period{1s};
+  /// Members whose WAL fsync differs from `fsync`: name → (policy, period).
+  std::map<std::string, std::pair<FsyncPolicy, Duration>> member_fsync;
   std::size_t max_batch = 64;  ///< entries per AppendEntries
   bool check_quorum =
       true;  ///< a leader that has not heard from a majority for an election timeout steps down
+  /// How often the leader looks for expired leases, on its monotonic clock (ticks at multiples of it):
+  /// etcd's lessor does every 500 ms, so a lease is revoked up to that much after its TTL ran out. 0: at the
+  /// exact instant.
+  Duration expiry_check_interval{0};
+  /// Added to every lock revision a reply carries as token: a service with earlier history (etcd's revision
+  /// counter is global), so tokens start at first_token = 1 + token_base or later.
+  std::uint64_t token_base = 0;
   /// Teaching variant "wall-expiry": the leader times leases on its wall clock (which jumps), not its
   /// monotonic one.
   bool wall_expiry = false;

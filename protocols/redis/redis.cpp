@@ -235,6 +235,20 @@ class RedlockClient final : public LockClient {
   std::uint32_t quorum_ = 1;
 };
 
+/// A node's options with its own [[node]] persistence applied.
+NodeOptions with_node_settings(NodeOptions o, const ProtocolConfig& cfg) {
+  auto it = cfg.node_settings.find(o.name);
+  if (it == cfg.node_settings.end()) return o;
+  if (it->second.aof) o.aof = *it->second.aof;
+  if (it->second.fsync) o.fsync = *it->second.fsync;
+  if (it->second.fsync_period) o.fsync_period = *it->second.fsync_period;
+  return o;
+}
+
+std::int64_t counter_start(const ProtocolConfig& cfg) {
+  return cfg.first_token > 1 ? static_cast<std::int64_t>(cfg.first_token) - 1 : 0;
+}
+
 class RedisProtocol final : public Protocol {
  public:
   explicit RedisProtocol(bool force_incr) : force_incr_(force_incr) {}
@@ -262,14 +276,15 @@ class RedisProtocol final : public Protocol {
                        .fsync_period = cfg.fsync_period,
                        .replica = false,
                        .peer = cfg.replica ? "replica1" : "",
-                       .replication_delay = cfg.replication_delay};
-    info.servers.push_back(spawn_node(world, master, history));
+                       .replication_delay = cfg.replication_delay,
+                       .counter_start = counter_start(cfg)};
+    info.servers.push_back(spawn_node(world, with_node_settings(master, cfg), history));
     if (cfg.replica) {
       NodeOptions rep = master;
       rep.name = "replica1";
       rep.replica = true;
       rep.peer = "redis1";
-      info.servers.push_back(spawn_node(world, rep, history));
+      info.servers.push_back(spawn_node(world, with_node_settings(rep, cfg), history));
       SentinelOptions s;
       s.nodes = {"redis1", "replica1"};
       s.failover_after = cfg.failover_after;
@@ -309,7 +324,7 @@ class RedlockProtocol final : public Protocol {
                     .aof = cfg.aof,
                     .fsync = cfg.fsync,
                     .fsync_period = cfg.fsync_period};
-      info.servers.push_back(spawn_node(world, o, history));
+      info.servers.push_back(spawn_node(world, with_node_settings(o, cfg), history));
     }
     return info;
   }

@@ -361,7 +361,7 @@ class Node {
 
   std::int64_t incr(const std::string& key) {
     const Entry* cur = live(key);
-    const std::int64_t v = (cur ? parse_int(cur->value) : 0) + 1;
+    const std::int64_t v = (cur ? parse_int(cur->value) : opts_.counter_start) + 1;
     write(key, Entry{std::to_string(v), cur ? cur->expire_wall : kTimeMax}, false);
     return v;
   }

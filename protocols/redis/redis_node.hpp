@@ -75,8 +75,11 @@ struct NodeOptions {
   /// peer only documents the intended topology.
   std::string peer;
   Duration replication_delay{50ms};  ///< async replication lag: how long a write waits before it is streamed
-  ReplicationOptions replication;    ///< backlog size, ack and ping periods, repl-timeout
-  ReplicationObserver observer;      ///< sees every replication change (tests); empty: none
+  /// What INCR finds in a key that does not exist: 0 in Redis; a scenario's first_token - 1 for the fencing
+  /// counter, so that the first token is first_token.
+  std::int64_t counter_start = 0;
+  ReplicationOptions replication;  ///< backlog size, ack and ping periods, repl-timeout
+  ReplicationObserver observer;    ///< sees every replication change (tests); empty: none
 };
 
 /// Spawn a node as a daemon process. Successful lock SETs are recorded with history.service_set (write only).

@@ -25,6 +25,15 @@ constexpr FieldDoc kProtocolFields[] = {
     {"elapsed_recheck", "bool", "false",
      "antirez: re-check the elapsed time on the monotonic clock after acquiring"},
     {"keepalive_interval", "duration", "\"0\"", "lease keep-alive period; \"0\" means ttl / 3"},
+    {"rpc_timeout", "duration", "\"0\"",
+     "lease client's RPC timeout; \"0\" means max(2 × election_timeout_max, 100ms)"},
+    {"expiry_check_interval", "duration", "\"500ms\"",
+     "lease: how often the leader looks for expired leases (etcd's lessor: every 500 ms; \"0\" = at the "
+     "exact "
+     "instant), so a lease ends up to this much after its TTL"},
+    {"first_token", "integer 0..2^53", "0",
+     "the first fencing token: redis+incr's first INCR returns it; the lease's revisions start at it "
+     "(0 = the service's own start, 1)"},
     {"election_timeout_min", "duration > 0", "\"150ms\"", "Raft"},
     {"election_timeout_max", "duration > 0", "\"300ms\"", "Raft; at least election_timeout_min"},
     {"heartbeat", "duration > 0", "\"50ms\"", "Raft; shorter than election_timeout_min"},
@@ -78,6 +87,10 @@ void Loader::protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) co
   if (auto v = duration(t, "retry_jitter", Sign::non_negative)) c.retry_jitter = *v;
   if (auto v = boolean(t, "elapsed_recheck")) c.elapsed_recheck = *v;
   if (auto v = duration(t, "keepalive_interval", Sign::non_negative)) c.keepalive_interval = *v;
+  if (auto v = duration(t, "rpc_timeout", Sign::non_negative)) c.rpc_timeout = *v;
+  if (auto v = duration(t, "expiry_check_interval", Sign::non_negative)) c.expiry_check_interval = *v;
+  if (auto v = integer(t, "first_token", 0, std::int64_t{1} << 53))
+    c.first_token = static_cast<std::uint64_t>(*v);
   if (auto v = duration(t, "election_timeout_min", Sign::positive)) c.election_timeout_min = *v;
   if (auto v = duration(t, "election_timeout_max", Sign::positive)) c.election_timeout_max = *v;
   if (auto v = duration(t, "heartbeat", Sign::positive)) c.heartbeat = *v;

@@ -24,6 +24,7 @@ constexpr FieldDoc kTopFields[] = {
     {"protocols", "table of tables", "", "per-protocol overrides: [protocols.<name>]"},
     {"network", "table", "", "the network: [network]"},
     {"clock", "array of tables", "", "node clocks: [[clock]]"},
+    {"node", "array of tables", "", "one service node's persistence and clock: [[node]]"},
     {"client", "array of tables", "required", "clients and their workload: [[client]]"},
     {"fault", "array of tables", "", "the fault plan: [[fault]]"},
     {"limits", "table", "", "when a run stops: [limits]"},
@@ -40,8 +41,7 @@ constexpr FieldDoc kResourceFields[] = {
     {"key", "string", "\"data\"", "the key the clients write"},
     {"mode", "\"auto\" | \"unfenced\" | \"fenced\"", "\"auto\"",
      "auto: fenced iff the protocol sends tokens; otherwise forced"},
-    {"variant", "string", "\"\"",
-     "a teaching or mutant variant of the store (`locksim list` lists them)"},
+    {"variant", "string", "\"\"", "a teaching or mutant variant of the store (`locksim list` lists them)"},
 };
 constexpr FieldDoc kLimitsFields[] = {
     {"max_time", "duration > 0", "\"60s\"", "the run stops at this simulated time"},
@@ -51,6 +51,15 @@ constexpr FieldDoc kLimitsFields[] = {
      "the run stops when one mailbox holds more messages: inconclusive (exit 2) unless an anomaly was "
      "already "
      "recorded"},
+};
+constexpr FieldDoc kNodeFields[] = {
+    {"name", "service process name", "required", "the node: redis1..redisN, replica1, raft1..raftN"},
+    {"aof", "bool", "[protocol] aof", "this node's persistence on (append-only file)"},
+    {"fsync", "\"never\" | \"periodic\" | \"always\"", "[protocol] fsync",
+     "this node's appendfsync (Redis) or WAL fsync (Raft members); needs aof = true for Redis"},
+    {"fsync_period", "duration > 0", "[protocol] fsync_period", "this node's period of fsync = \"periodic\""},
+    {"offset", "duration, may be negative", "\"0\"", "this node's clock: as [[clock]] offset"},
+    {"drift_ppm", "integer -500,000..500,000", "0", "this node's clock: as [[clock]] drift_ppm"},
 };
 constexpr FieldDoc kClockFields[] = {
     {"node", "process name", "required", "whose clock"},
@@ -64,6 +73,7 @@ std::vector<TableDoc> root_tables() {
           {"lock", "[lock]", kLockFields},
           {"resource", "[resource]: the protected store", kResourceFields},
           {"clock", "[[clock]]: node clocks", kClockFields},
+          {"node", "[[node]]: one service node's own settings", kNodeFields},
           {"limits", "[limits]", kLimitsFields}};
 }
 
@@ -214,6 +224,53 @@ void Loader::clocks(const Tab& root, Scenario& s) const {
     if (auto v = integer(c, "drift_ppm", -NodeClock::kMaxDriftPpm, NodeClock::kMaxDriftPpm))
       spec.clock.drift_ppm = *v;
     s.clocks.push_back(std::move(spec));
+  }
+  // [[node]]: one service node's own persistence, and its clock (the same as a [[clock]] table for it).
+  std::map<std::string, std::uint32_t> nodes;
+  for (const Tab& n : table_array(root, "node")) {
+    only_schema(n, "node");
+    need(n, "name", "name = \"redis2\" (a lock-service process)");
+    const std::string name = *str(n, "name");
+    const std::uint32_t l = line_of(*n.get("name"));
+    check_process(name, l, n.field("name"), false);
+    if (!is_service_process_name(name)) {
+      fail(l, n.field("name"),
+           fmt::format(
+               "'{}' is not a lock-service node: [[node]] sets a service node's persistence (clients and "
+               "the store take their clock from [[clock]])",
+               name));
+    }
+    if (auto it = nodes.find(name); it != nodes.end())
+      fail(l, n.field("name"), fmt::format("'{}' already has a [[node]] table at line {}", name, it->second));
+    nodes.emplace(name, n.line);
+    NodeSettings ns;
+    ns.aof = boolean(n, "aof");
+    ns.fsync = enumeration<FsyncPolicy>(n, "fsync",
+                                        {{"never", FsyncPolicy::never},
+                                         {"periodic", FsyncPolicy::periodic},
+                                         {"always", FsyncPolicy::always}});
+    ns.fsync_period = duration(n, "fsync_period", Sign::positive);
+    if (ns.fsync && *ns.fsync != FsyncPolicy::never && !ns.aof.value_or(s.config.aof))
+      fail_at(n, "fsync", "fsync has no effect without persistence: add aof = true");
+    for (auto* c : [&] {
+           std::vector<ProtocolConfig*> all{&s.config};
+           for (auto& [p, pc] : s.per_protocol) all.push_back(&pc);
+           return all;
+         }())
+      c->node_settings[name] = ns;
+    if (n.has("offset") || n.has("drift_ppm")) {
+      if (auto it = clock_nodes.find(name); it != clock_nodes.end()) {
+        fail_at(n, n.has("offset") ? "offset" : "drift_ppm",
+                fmt::format("the clock of '{}' is already set at line {}", name, it->second));
+      }
+      clock_nodes.emplace(name, n.line);
+      ClockSpec spec;
+      spec.node = name;
+      if (auto v = duration(n, "offset", Sign::any)) spec.clock.offset = *v;
+      if (auto v = integer(n, "drift_ppm", -NodeClock::kMaxDriftPpm, NodeClock::kMaxDriftPpm))
+        spec.clock.drift_ppm = *v;
+      s.clocks.push_back(std::move(spec));
+    }
   }
 }
 

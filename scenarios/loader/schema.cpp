@@ -12,16 +12,17 @@ const std::vector<TableDoc>& scenario_schema() {
   static const std::vector<TableDoc> all = [] {
     std::vector<TableDoc> order;
     auto take = [&](std::vector<TableDoc> part) { order.insert(order.end(), part.begin(), part.end()); };
-    auto root = loading::root_tables();  // top level, lock, resource, clock, limits
+    auto root = loading::root_tables();  // top level, lock, resource, clock, node, limits
     order.push_back(root[0]);
     order.push_back(root[1]);
     order.push_back(root[2]);
     take(loading::protocol_tables());
     take(loading::network_tables());
-    order.push_back(root[3]);
+    order.push_back(root[3]);  // clock
+    order.push_back(root[4]);  // node
     take(loading::client_tables());
     take(loading::fault_tables());
-    order.push_back(root[4]);
+    order.push_back(root[5]);  // limits
     take(loading::expect_tables());
     return order;
   }();
