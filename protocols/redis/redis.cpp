@@ -262,7 +262,8 @@ class RedisProtocol final : public Protocol {
                        .fsync_period = cfg.fsync_period,
                        .replica = false,
                        .peer = cfg.replica ? "replica1" : "",
-                       .replication_delay = cfg.replication_delay};
+                       .replication_delay = cfg.replication_delay,
+                       .record_role = true};
     info.servers.push_back(spawn_node(world, master, history));
     if (cfg.replica) {
       NodeOptions rep = master;
