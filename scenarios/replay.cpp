@@ -200,39 +200,59 @@ std::string fault_kind(Fault::Kind k) {
   return std::string(to_string(k));
 }
 
+/// `target = "client1"`, or an array when the fault has several (FaultSpec::more_targets).
+std::string target_text(const FaultSpec& f, bool any_when_empty = false) {
+  if (f.more_targets.empty()) return q(f.target.empty() && any_when_empty ? "*" : f.target);
+  std::vector<std::string> all{f.target};
+  all.insert(all.end(), f.more_targets.begin(), f.more_targets.end());
+  return name_list(all);
+}
+
 void fault_lines(std::string& s, const FaultSpec& f) {
   const Fault& x = f.fault;
   s += fmt::format("\n[[fault]]\nkind = \"{}\"\n", fault_kind(x.kind));
   using K = Fault::Kind;
+  const std::string target = target_text(f);
   switch (x.kind) {
     case K::pause:
-      s += fmt::format("target = {}\nduration = {}\n", q(f.target), dur(x.duration));
+      s += fmt::format("target = {}\nduration = {}\n", target, dur(x.duration));
       break;
     case K::crash:
-      s += fmt::format("target = {}\nduration = {}\npower_loss = {}\n", q(f.target), dur(x.duration),
-                       x.power_loss);
+      s +=
+          fmt::format("target = {}\nduration = {}\npower_loss = {}\n", target, dur(x.duration), x.power_loss);
       break;
     case K::restart:
-      s += fmt::format("target = {}\n", q(f.target));
+      s += fmt::format("target = {}\n", target);
       break;
     case K::clock_jump:
-      s += fmt::format("target = {}\nduration = {}\n", q(f.target), dur(x.duration));
+      s += fmt::format("target = {}\nduration = {}\n", target, dur(x.duration));
       break;
     case K::clock_drift:
-      s += fmt::format("target = {}\nppm = {}\n", q(f.target), x.ppm);
+      s += fmt::format("target = {}\nppm = {}\n", target, x.ppm);
       break;
     case K::partition:
-      s += fmt::format("side_a = {}\nside_b = {}\none_way = {}\nduration = {}\n", name_list(f.side_a),
-                       name_list(f.side_b), x.one_way, dur(x.duration));
+      if (!f.split.empty())
+        s += fmt::format("split = {}\n", q(f.split));
+      else
+        s += fmt::format("side_a = {}\nside_b = {}\n", name_list(f.side_a), name_list(f.side_b));
+      s += fmt::format("one_way = {}\nduration = {}\n", x.one_way, dur(x.duration));
       break;
     case K::heal:
       break;
     case K::delay_spike:
-      s += fmt::format("target = {}\npeer = {}\nextra = {}\nduration = {}\ncount = {}\n",
-                       q(f.target.empty() ? "*" : f.target), q(f.peer.empty() ? "*" : f.peer), dur(x.extra),
-                       dur(x.duration), x.count);
+      s +=
+          fmt::format("target = {}\npeer = {}\nextra = {}\nduration = {}\ncount = {}\n", target_text(f, true),
+                      q(f.peer.empty() ? "*" : f.peer), dur(x.extra), dur(x.duration), x.count);
       break;
   }
+  // Repetition: only what the fault has, so a file without it reads as it always did.
+  const Repeat& r = x.repeat;
+  if (r.repeats()) {
+    s += fmt::format("every = {}\n", dur(r.every));
+    if (r.times > 0) s += fmt::format("times = {}\n", r.times);
+    if (r.until != kTimeMax) s += fmt::format("until = {}\n", dur(r.until));
+  }
+  if (r.jitter > 0ns) s += fmt::format("jitter = {}\n", dur(r.jitter));
   const Trigger& t = x.when;
   if (t.kind == Trigger::Kind::at) {
     s += fmt::format("at = {}\n", dur(t.at));
