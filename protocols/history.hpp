@@ -35,6 +35,24 @@ struct ServiceSet {
   std::string value;
 };
 
+/// A service member's role, as the member itself recorded it when the role began: a Raft member starts
+/// (follower), becomes leader of a term, or stops leading; a replicated Redis node starts as master or
+/// replica, is promoted or demoted. A member's role is its latest record, until it crashes. Ground truth for
+/// faults aimed at a role ("crash the leader"), resolved when they fire; the checker does not read it.
+struct ServiceRole {
+  enum class Role : std::uint8_t {
+    follower,  ///< a Raft follower or candidate; a Redis replica
+    leader,    ///< a Raft leader; a Redis master
+  };
+  Time time{};
+  std::string node;
+  Role role = Role::follower;
+  /// Raft: the member's current term. Redis has no term: 0 for the role a node starts in, 1 for a promotion
+  /// or a demotion, so a promoted master outranks one that came back up as the master it was configured to
+  /// be (the sentinel demotes that one as soon as it hears it).
+  std::uint64_t term = 0;
+};
+
 /// A client's successful acquisition as the workload saw it.
 struct GrantRecord {
   std::uint64_t id = 0;  ///< index in History::grants
@@ -121,6 +139,7 @@ struct History {
   /// epoch breaks the fencing contract (token-regression).
   bool tokens_fence = false;
   std::vector<ServiceSet> service_sets;
+  std::vector<ServiceRole> service_roles;  ///< in the order recorded (true time order)
   std::vector<GrantRecord> grants;
   std::vector<ReadRecord> reads;
   std::vector<WriteRecord> writes;
@@ -128,6 +147,9 @@ struct History {
 
   void service_set(Time t, std::string node, std::string key, std::string value) {
     service_sets.push_back({t, std::move(node), std::move(key), std::move(value)});
+  }
+  void service_role(Time t, std::string node, ServiceRole::Role role, std::uint64_t term) {
+    service_roles.push_back({t, std::move(node), role, term});
   }
   std::uint64_t add_grant(GrantRecord g) {
     g.id = grants.size();

@@ -357,9 +357,24 @@ std::string names(const std::vector<std::string>& v) {
   return fmt::format("{}", fmt::join(v, ","));
 }
 
+/// "every 5s, 60 times, until 300s, jitter 1s" (empty for a fault that fires once without jitter).
+std::string repeat_text(const Repeat& r) {
+  std::vector<std::string> parts;
+  if (r.repeats()) {
+    parts.push_back(fmt::format("every {}", format_time(r.every)));
+    if (r.times > 0) parts.push_back(fmt::format("{} times", r.times));
+    if (r.until != kTimeMax) parts.push_back(fmt::format("until {}", format_time(r.until)));
+  }
+  if (r.jitter > 0ns) parts.push_back(fmt::format("jitter {}", format_time(r.jitter)));
+  return parts.empty() ? std::string{} : fmt::format(", {}", fmt::join(parts, ", "));
+}
+
 }  // namespace
 
-std::string describe(const FaultSpec& f) {
+std::string describe(const FaultSpec& f_in) {
+  // Several targets read as one list: "pause client1,leader for 1s".
+  FaultSpec f = f_in;
+  for (const std::string& t : f_in.more_targets) f.target += "," + t;
   const Fault& x = f.fault;
   std::string what;
   switch (x.kind) {
@@ -382,9 +397,12 @@ std::string describe(const FaultSpec& f) {
       what = fmt::format("{}'s clock drifts {:+} ppm", f.target, x.ppm);
       break;
     case Fault::Kind::partition:
-      what =
-          fmt::format("partition [{}] {} [{}]{}", names(f.side_a), x.one_way ? "->" : "<->", names(f.side_b),
-                      x.duration > 0ns ? fmt::format(" for {}", format_time(x.duration)) : ", never heals");
+      what = fmt::format(
+          "partition {}{}",
+          f.split.empty()
+              ? fmt::format("[{}] {} [{}]", names(f.side_a), x.one_way ? "->" : "<->", names(f.side_b))
+              : fmt::format("split {}{}", f.split, x.one_way ? " (one way)" : ""),
+          x.duration > 0ns ? fmt::format(" for {}", format_time(x.duration)) : ", never heals");
       break;
     case Fault::Kind::heal:
       what = "heal all partitions";
@@ -396,7 +414,7 @@ std::string describe(const FaultSpec& f) {
           x.count > 0 ? fmt::format(" (next {})", x.count) : fmt::format(" for {}", format_time(x.duration)));
       break;
   }
-  return fmt::format("{} {}", what, trigger_text(f));
+  return fmt::format("{} {}{}", what, trigger_text(f), repeat_text(x.repeat));
 }
 
 std::string describe(const FaultPlan& plan) {

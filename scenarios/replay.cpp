@@ -204,39 +204,59 @@ std::string fault_kind(Fault::Kind k) {
   return std::string(to_string(k));
 }
 
+/// `target = "client1"`, or an array when the fault has several (FaultSpec::more_targets).
+std::string target_text(const FaultSpec& f, bool any_when_empty = false) {
+  if (f.more_targets.empty()) return q(f.target.empty() && any_when_empty ? "*" : f.target);
+  std::vector<std::string> all{f.target};
+  all.insert(all.end(), f.more_targets.begin(), f.more_targets.end());
+  return name_list(all);
+}
+
 void fault_lines(std::string& s, const FaultSpec& f) {
   const Fault& x = f.fault;
   s += fmt::format("\n[[fault]]\nkind = \"{}\"\n", fault_kind(x.kind));
   using K = Fault::Kind;
+  const std::string target = target_text(f);
   switch (x.kind) {
     case K::pause:
-      s += fmt::format("target = {}\nduration = {}\n", q(f.target), dur(x.duration));
+      s += fmt::format("target = {}\nduration = {}\n", target, dur(x.duration));
       break;
     case K::crash:
-      s += fmt::format("target = {}\nduration = {}\npower_loss = {}\n", q(f.target), dur(x.duration),
-                       x.power_loss);
+      s +=
+          fmt::format("target = {}\nduration = {}\npower_loss = {}\n", target, dur(x.duration), x.power_loss);
       break;
     case K::restart:
-      s += fmt::format("target = {}\n", q(f.target));
+      s += fmt::format("target = {}\n", target);
       break;
     case K::clock_jump:
-      s += fmt::format("target = {}\nduration = {}\n", q(f.target), dur(x.duration));
+      s += fmt::format("target = {}\nduration = {}\n", target, dur(x.duration));
       break;
     case K::clock_drift:
-      s += fmt::format("target = {}\nppm = {}\n", q(f.target), x.ppm);
+      s += fmt::format("target = {}\nppm = {}\n", target, x.ppm);
       break;
     case K::partition:
-      s += fmt::format("side_a = {}\nside_b = {}\none_way = {}\nduration = {}\n", name_list(f.side_a),
-                       name_list(f.side_b), x.one_way, dur(x.duration));
+      if (!f.split.empty())
+        s += fmt::format("split = {}\n", q(f.split));
+      else
+        s += fmt::format("side_a = {}\nside_b = {}\n", name_list(f.side_a), name_list(f.side_b));
+      s += fmt::format("one_way = {}\nduration = {}\n", x.one_way, dur(x.duration));
       break;
     case K::heal:
       break;
     case K::delay_spike:
-      s += fmt::format("target = {}\npeer = {}\nextra = {}\nduration = {}\ncount = {}\n",
-                       q(f.target.empty() ? "*" : f.target), q(f.peer.empty() ? "*" : f.peer), dur(x.extra),
-                       dur(x.duration), x.count);
+      s +=
+          fmt::format("target = {}\npeer = {}\nextra = {}\nduration = {}\ncount = {}\n", target_text(f, true),
+                      q(f.peer.empty() ? "*" : f.peer), dur(x.extra), dur(x.duration), x.count);
       break;
   }
+  // Repetition: only what the fault has, so a file without it reads as it always did.
+  const Repeat& r = x.repeat;
+  if (r.repeats()) {
+    s += fmt::format("every = {}\n", dur(r.every));
+    if (r.times > 0) s += fmt::format("times = {}\n", r.times);
+    if (r.until != kTimeMax) s += fmt::format("until = {}\n", dur(r.until));
+  }
+  if (r.jitter > 0ns) s += fmt::format("jitter = {}\n", dur(r.jitter));
   const Trigger& t = x.when;
   if (t.kind == Trigger::Kind::at) {
     s += fmt::format("at = {}\n", dur(t.at));
@@ -343,9 +363,9 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
   }
 
   if (replay) {
-    s += fmt::format("\n[replay]\nprotocol = {}\nexpected_trace_hash = {}\nverdict = \"{}\"\n",
-                     q(replay->protocol), q(hash_text(replay->expected_trace_hash)),
-                     to_string(replay->verdict));
+    s += fmt::format(
+        "\n[replay]\nformat = \"2\"\nprotocol = {}\nexpected_trace_hash = {}\nverdict = \"{}\"\n",
+        q(replay->protocol), q(hash_text(replay->expected_trace_hash)), to_string(replay->verdict));
     if (!replay->found_by.empty()) s += fmt::format("found_by = {}\n", q(replay->found_by));
   }
   return s;
@@ -398,10 +418,12 @@ ReplayFile load_replay_text(std::string_view text, const std::string& filename) 
   if (!r) throw InputError(filename, replay_line, "replay", "expected a table [replay]");
   for (const auto& [k, v] : *r) {
     const std::string_view ks = k.str();
-    if (ks != "protocol" && ks != "expected_trace_hash" && ks != "verdict" && ks != "found_by") {
+    if (ks != "protocol" && ks != "expected_trace_hash" && ks != "verdict" && ks != "found_by" &&
+        ks != "format") {
       throw InputError(
           filename, static_cast<std::uint32_t>(v.source().begin.line), fmt::format("replay.{}", ks),
-          fmt::format("unknown key '{}' (valid keys: protocol, expected_trace_hash, verdict, found_by)", ks));
+          fmt::format(
+              "unknown key '{}' (valid keys: protocol, expected_trace_hash, verdict, found_by, format)", ks));
     }
     if (!v.is_string()) {
       throw InputError(filename, static_cast<std::uint32_t>(v.source().begin.line),
@@ -416,6 +438,17 @@ ReplayFile load_replay_text(std::string_view text, const std::string& filename) 
     }
     return *n->value<std::string>();
   };
+  // Format 1 (no `format` key): written before the lease service's lessor checked for expired leases at an
+  // interval, when every lease ended at the exact instant; such a file must replay as it was recorded.
+  const std::string format = get("format", false);
+  if (!format.empty() && format != "1" && format != "2") {
+    throw InputError(filename, replay_line, "replay.format",
+                     fmt::format("unknown replay format '{}' (this locksim reads 1 and 2)", format));
+  }
+  if (format.empty() || format == "1") {
+    out.scenario.config.expiry_check_interval = 0ns;
+    for (auto& [p, c] : out.scenario.per_protocol) c.expiry_check_interval = 0ns;
+  }
   auto line_of = [&](const char* k) {
     const toml::node* n = r->get(k);
     return n ? static_cast<std::uint32_t>(n->source().begin.line) : replay_line;

@@ -2,10 +2,106 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
 #include "scenarios/loader.hpp"
 #include "scenarios/workload.hpp"
 
 namespace locksim {
+
+namespace {
+
+constexpr std::array<std::pair<std::string_view, FaultRole>, 6> kRoles = {{
+    {"leader", FaultRole::leader},
+    {"primary", FaultRole::primary},
+    {"holder", FaultRole::holder},
+    {"holder-servers", FaultRole::holder_servers},
+    {"any-server", FaultRole::any_server},
+    {"any-client", FaultRole::any_client},
+}};
+
+constexpr std::array<std::pair<std::string_view, FaultSplit>, 3> kSplits = {{
+    {"leader-alone", FaultSplit::leader_alone},
+    {"minority", FaultSplit::minority},
+    {"majority", FaultSplit::majority},
+}};
+
+}  // namespace
+
+std::string_view to_string(FaultRole r) {
+  for (const auto& [n, v] : kRoles)
+    if (v == r) return n;
+  return "?";
+}
+
+std::optional<FaultRole> parse_fault_role(std::string_view name) {
+  for (const auto& [n, v] : kRoles)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
+std::vector<std::string> fault_role_names() {
+  std::vector<std::string> out;
+  for (const auto& [n, v] : kRoles) out.emplace_back(n);
+  return out;
+}
+
+bool single_process_role(FaultRole r) {
+  return r != FaultRole::holder_servers;
+}
+
+std::string_view to_string(FaultSplit s) {
+  for (const auto& [n, v] : kSplits)
+    if (v == s) return n;
+  return "?";
+}
+
+std::optional<FaultSplit> parse_fault_split(std::string_view name) {
+  for (const auto& [n, v] : kSplits)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
+std::vector<std::string> fault_split_names() {
+  std::vector<std::string> out;
+  for (const auto& [n, v] : kSplits) out.emplace_back(n);
+  return out;
+}
+
+std::optional<std::string> fault_role_problem(const FaultSpec& f) {
+  using K = Fault::Kind;
+  if (parse_fault_role(f.peer))
+    return fmt::format(
+        "peer = \"{}\": a peer is a process name (or \"*\"); roles are for target and the "
+        "partition sides",
+        f.peer);
+  if (parse_fault_role(f.trigger_proc))
+    return fmt::format("after.process = \"{}\": a trigger watches a process by name (or \"*\"), not a role",
+                       f.trigger_proc);
+  if (!f.split.empty()) {
+    if (f.fault.kind != K::partition) return fmt::format("split applies to a partition only");
+    if (!parse_fault_split(f.split)) return fmt::format("unknown split '{}'", f.split);
+    if (!f.side_a.empty() || !f.side_b.empty())
+      return std::string("a partition has either split or side_a and side_b, not both");
+  }
+  if (f.fault.kind == K::restart) {
+    std::vector<std::string> names = f.more_targets;
+    names.insert(names.begin(), f.target);
+    for (const std::string& n : names) {
+      auto r = parse_fault_role(n);
+      if (!r || *r == FaultRole::holder || *r == FaultRole::holder_servers) continue;
+      return fmt::format("a restart needs a crashed process, and '{}' is never one: {}", n,
+                         *r == FaultRole::any_server || *r == FaultRole::any_client
+                             ? "it picks among processes that have not crashed"
+                             : "the leader is a member that has not crashed");
+    }
+  }
+  return std::nullopt;
+}
 
 const std::string& RunOutput::name_of(ProcId p) const {
   static const std::string none = "-";
@@ -29,6 +125,195 @@ ProcId resolve(const World& w, const Scenario& sc, const std::string& name, std:
   if (is_service_process_name(name)) throw AbsentServiceProcess{};
   throw InputError(sc.file, line, field, fmt::format("no process named '{}' in this world", name));
 }
+
+bool alive(const World& w, ProcId p) {
+  const ProcState st = w.state(p);
+  return st != ProcState::crashed && st != ProcState::exited;
+}
+
+std::string name_list(const World& w, const std::vector<ProcId>& ps) {
+  std::string s;
+  for (std::size_t i = 0; i < ps.size(); ++i) s += (i ? "," : "") + w.name(ps[i]);
+  return s;
+}
+
+/// What a fault's roles are resolved against: the world's processes and the history's ground truth.
+struct RoleWorld {
+  const World* world = nullptr;
+  const History* history = nullptr;
+  std::vector<ProcId> servers;  ///< the protocol's service processes, in spawn order
+  std::vector<ProcId> clients;
+
+  /// The leader now (ServiceRole records; see FaultRole::leader), or nothing with `why`.
+  std::optional<ProcId> leader(std::string& why) const {
+    const auto& roles = history->service_roles;
+    std::vector<std::size_t> latest(servers.size(), roles.size());  // roles.size(): no record
+    for (std::size_t i = 0; i < roles.size(); ++i) {
+      const ProcId p = world->find(roles[i].node);
+      auto it = std::find(servers.begin(), servers.end(), p);
+      if (it != servers.end()) latest[static_cast<std::size_t>(it - servers.begin())] = i;
+    }
+    std::optional<std::size_t> best;
+    bool any = false;
+    for (std::size_t m = 0; m < servers.size(); ++m) {
+      if (latest[m] == roles.size()) continue;
+      any = true;
+      const ServiceRole& r = roles[latest[m]];
+      if (r.role != ServiceRole::Role::leader || !alive(*world, servers[m])) continue;
+      if (!best || r.term > roles[latest[*best]].term ||
+          (r.term == roles[latest[*best]].term && latest[m] > latest[*best]))
+        best = m;
+    }
+    if (best) return servers[*best];
+    why = any ? "no member leads now"
+              : "no member has a role on record (none has started yet, or the service has no leader: "
+                "Redlock's masters are independent)";
+    return std::nullopt;
+  }
+
+  /// The processes a role stands for now; empty with `why` when nobody has it. any-server and any-client
+  /// pick among those not in `taken` (the firing's targets so far: two any-client entries hit two clients).
+  std::vector<ProcId> members(FaultRole role, Rng& rng, std::string& why,
+                              const std::vector<ProcId>& taken = {}) const {
+    const History& h = *history;
+    auto pick = [&](const std::vector<ProcId>& from, const char* none) -> std::vector<ProcId> {
+      std::vector<ProcId> live;
+      for (ProcId p : from)
+        if (alive(*world, p) && std::find(taken.begin(), taken.end(), p) == taken.end()) live.push_back(p);
+      if (live.empty()) {
+        why = none;
+        return {};
+      }
+      return {live[rng.below(live.size())]};
+    };
+    switch (role) {
+      case FaultRole::leader:
+      case FaultRole::primary:
+        if (auto l = leader(why)) return {*l};
+        return {};
+      case FaultRole::holder:
+        if (h.grants.empty()) {
+          why = "no client has been granted the lock yet";
+          return {};
+        }
+        return {world->find(h.grants.back().client)};
+      case FaultRole::holder_servers: {
+        if (h.grants.empty()) {
+          why = "no client has been granted the lock yet";
+          return {};
+        }
+        const GrantRecord& g = h.grants.back();
+        std::vector<ProcId> out;
+        for (const ServiceSet& r : h.service_sets) {
+          if (r.key != g.key || r.value != g.value) continue;
+          if (std::find(h.service_nodes.begin(), h.service_nodes.end(), r.node) == h.service_nodes.end())
+            continue;
+          const ProcId p = world->find(r.node);
+          if (p.valid() && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+        }
+        if (out.empty()) why = fmt::format("no service record backs the newest grant ({}'s)", g.client);
+        return out;
+      }
+      case FaultRole::any_server:
+        return pick(servers,
+                    taken.empty() ? "every service process has crashed" : "no other service process is up");
+      case FaultRole::any_client:
+        return pick(clients,
+                    taken.empty() ? "every client has crashed or ended" : "no other client is running");
+    }
+    return {};
+  }
+};
+
+/// One entry of a fault's target list or of a partition side: a process fixed when the world is built, or
+/// a role.
+struct TargetEntry {
+  ProcId id;
+  std::optional<FaultRole> role;
+};
+
+/// The targets of a fault with roles in it, computed at each firing (Fault::targets_at_fire).
+struct RoleTargets {
+  std::shared_ptr<const RoleWorld> rw;
+  std::vector<TargetEntry> targets, side_a, side_b;
+  std::optional<FaultSplit> split;
+
+  Resolution operator()(Fault& f, Rng& rng) const {
+    const World& w = *rw->world;
+    std::string detail, why;
+    // Expands entries into processes (each once, in order); false with `why` when a role has nobody.
+    auto expand = [&](const std::vector<TargetEntry>& es, std::vector<ProcId>& out) {
+      for (const TargetEntry& e : es) {
+        std::vector<ProcId> ps{e.id};
+        if (e.role) {
+          std::string none;
+          ps = rw->members(*e.role, rng, none, out);
+          if (ps.empty()) {
+            why = fmt::format("{}: {}", to_string(*e.role), none);
+            return false;
+          }
+          detail += fmt::format("{}{}={}", detail.empty() ? "" : " ", to_string(*e.role), name_list(w, ps));
+        }
+        for (ProcId p : ps)
+          if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+      }
+      return true;
+    };
+    if (!targets.empty()) {
+      std::vector<ProcId> ts;
+      if (!expand(targets, ts)) return {false, why};
+      f.target = ts.front();
+      f.more_targets.assign(ts.begin() + 1, ts.end());
+    }
+    if (split) return split_sides(f, detail);
+    if (!side_a.empty() || !side_b.empty()) {
+      std::vector<ProcId> a, b;
+      if (!expand(side_a, a) || !expand(side_b, b)) return {false, why};
+      // A process a role put on both sides stays on side_a (partition() never cuts a process from itself).
+      std::erase_if(b, [&](ProcId p) { return std::find(a.begin(), a.end(), p) != a.end(); });
+      f.side_a = std::move(a);
+      f.side_b = std::move(b);
+      if (f.side_a.empty() || f.side_b.empty()) return {false, detail + " (a side is empty)"};
+    }
+    return {true, detail};
+  }
+
+  Resolution split_sides(Fault& f, std::string detail) const {
+    const World& w = *rw->world;
+    std::string why;
+    const auto leader = rw->leader(why);
+    const std::string name(to_string(*split));
+    if (!leader) return {false, fmt::format("split={}: {}", name, why)};
+    const std::vector<ProcId>& members = rw->servers;
+    const std::size_t n = members.size();
+    const std::size_t at =
+        static_cast<std::size_t>(std::find(members.begin(), members.end(), *leader) - members.begin());
+    std::vector<ProcId> a;
+    switch (*split) {
+      case FaultSplit::leader_alone:
+        a = {*leader};
+        break;
+      case FaultSplit::minority: {
+        const std::size_t k = std::max<std::size_t>(1, (n - 1) / 2);
+        for (std::size_t j = 0; j < k; ++j) a.push_back(members[(at + j) % n]);
+        break;
+      }
+      case FaultSplit::majority: {
+        const std::size_t k = (n - 1) / 2;
+        if (k == 0) return {false, fmt::format("split={}: {} members leave no minority to cut off", name, n)};
+        for (std::size_t j = 1; j <= k; ++j) a.push_back(members[(at + n - j) % n]);
+        break;
+      }
+    }
+    std::vector<ProcId> b;
+    for (std::uint32_t i = 0; i < w.process_count(); ++i)
+      if (std::find(a.begin(), a.end(), ProcId{i}) == a.end()) b.push_back(ProcId{i});
+    f.side_a = std::move(a);
+    f.side_b = std::move(b);
+    detail += fmt::format("{}split={} leader={}", detail.empty() ? "" : " ", name, w.name(*leader));
+    return {true, detail};
+  }
+};
 
 }  // namespace
 
@@ -107,28 +392,77 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
       for (ProcId b : tos)
         if (a != b) set_link(a, b);
   }
+  auto roles = std::make_shared<RoleWorld>();
+  roles->world = &world;
+  roles->history = &history;
+  roles->servers = service.servers;
+  for (const ClientSpec& c : sc.clients) roles->clients.push_back(world.find(c.name));
   for (const FaultSpec& fs : sc.faults) {
+    if (auto problem = fault_role_problem(fs)) throw InputError(sc.file, fs.line, "fault", *problem);
     Fault f = fs.fault;
+    // A name that is a role is resolved when the fault fires; one that is a process, now.
+    auto entry = [&](const std::string& n, const char* field) -> TargetEntry {
+      if (auto r = parse_fault_role(n)) {
+        if (world.find(n).valid())
+          throw InputError(
+              sc.file, fs.line, field,
+              fmt::format("'{}' is both a role and the name of a process: rename the process", n));
+        return {ProcId{}, r};
+      }
+      return {resolve(world, sc, n, fs.line, field), std::nullopt};
+    };
+    RoleTargets rt;
+    rt.rw = roles;
     try {
-      f.target = resolve(world, sc, fs.target, fs.line, "fault.target");
       f.peer = resolve(world, sc, fs.peer, fs.line, "fault.peer");
       if (f.when.kind != Trigger::Kind::at)
         f.when.proc = resolve(world, sc, fs.trigger_proc, fs.line, "fault.after.process");
+      // The first target decides whether the fault applies to this world (a fault on redis4 does not apply
+      // to a lease run); further ones and the sides only drop what this world lacks.
+      if (!fs.target.empty()) rt.targets.push_back(entry(fs.target, "fault.target"));
     } catch (const AbsentServiceProcess&) {
       continue;
     }
-    auto side = [&](const std::vector<std::string>& names, std::vector<ProcId>& ids, const char* field) {
+    auto more = [&](const std::vector<std::string>& names, std::vector<TargetEntry>& out, const char* field) {
       for (const auto& n : names) {
         try {
-          ids.push_back(resolve(world, sc, n, fs.line, field));
+          out.push_back(entry(n, field));
         } catch (const AbsentServiceProcess&) {
         }
       }
     };
-    side(fs.side_a, f.side_a, "fault.side_a");
-    side(fs.side_b, f.side_b, "fault.side_b");
-    if (f.kind == Fault::Kind::partition && (f.side_a.empty() || f.side_b.empty())) continue;
-    world.add_fault(f);
+    more(fs.more_targets, rt.targets, "fault.target");
+    more(fs.side_a, rt.side_a, "fault.side_a");
+    more(fs.side_b, rt.side_b, "fault.side_b");
+    if (!fs.split.empty()) rt.split = parse_fault_split(fs.split);
+    auto has_role = [](const std::vector<TargetEntry>& es) {
+      return std::any_of(es.begin(), es.end(), [](const TargetEntry& e) { return e.role.has_value(); });
+    };
+    const bool at_fire = rt.split || has_role(rt.targets) || has_role(rt.side_a) || has_role(rt.side_b);
+    f.target = ProcId{};
+    f.more_targets.clear();
+    if (!at_fire) {
+      for (const TargetEntry& e : rt.targets) {
+        if (f.target.valid())
+          f.more_targets.push_back(e.id);
+        else
+          f.target = e.id;
+      }
+      for (const TargetEntry& e : rt.side_a) f.side_a.push_back(e.id);
+      for (const TargetEntry& e : rt.side_b) f.side_b.push_back(e.id);
+      if (f.kind == Fault::Kind::partition && (f.side_a.empty() || f.side_b.empty())) continue;
+    } else if (f.kind == Fault::Kind::partition && !rt.split && (rt.side_a.empty() || rt.side_b.empty())) {
+      continue;
+    }
+    // A repetition with no end runs until the scenario's end.
+    if (f.repeat.repeats() && f.repeat.times == 0 && f.repeat.until == kTimeMax) f.repeat.until = sc.max_time;
+    if (at_fire) f.targets_at_fire = std::move(rt);
+    try {
+      world.add_fault(f);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(sc.file, fs.line, "fault.every", e.what());
+    }
+    f.targets_at_fire = nullptr;  // the world is gone when the report reads it
     out.faults.push_back(f);
   }
 

@@ -45,6 +45,42 @@ struct RunOutput {
   const std::string& name_of(ProcId p) const;
 };
 
+/// Roles a fault may aim at instead of a process name, computed each time the fault fires from the ground
+/// truth the servers and the workload record in the history (never from a client's opinion):
+///  - `leader`: the service member that is leader in the highest term and has not crashed (Raft: the leader
+///    of the highest term; a replicated Redis: the master the sentinel promoted last, or the configured one);
+///  - `primary`: the same (the word Redis and databases use);
+///  - `holder`: the client of the newest grant;
+///  - `holder-servers`: the service members whose records (SET, committed lock key) back the newest grant;
+///  - `any-server`: one service process that has not crashed, drawn from the fault's own seeded stream;
+///  - `any-client`: one client that has neither crashed nor ended, drawn the same way.
+/// A role that resolves to nobody (no leader yet, no grant yet, Redlock's independent masters) skips that
+/// firing, with a trace record saying why.
+enum class FaultRole : std::uint8_t { leader, primary, holder, holder_servers, any_server, any_client };
+std::string_view to_string(FaultRole r);
+/// The role a name stands for, if it is one ("leader", "holder-servers", ...).
+std::optional<FaultRole> parse_fault_role(std::string_view name);
+/// Every role name, in the order above.
+std::vector<std::string> fault_role_names();
+/// Whether a role names at most one process (a peer, a trigger's process).
+bool single_process_role(FaultRole r);
+
+/// Partition sides computed from the leader when the fault fires (`split = "..."`). The service members are
+/// the protocol's declared service processes (a Redis sentinel too); n of them.
+///  - `leader-alone`: the leader on one side, every other process (members, resource, clients) on the other;
+///  - `minority`: the leader and the (n-1)/2 - 1 members after it in spawn order (wrapping round), at least
+///    the leader, against everything else: the clients and the resource stay with the majority;
+///  - `majority`: the (n-1)/2 members before the leader in spawn order (wrapping round) against everything
+///    else: the leader keeps a majority and the clients.
+enum class FaultSplit : std::uint8_t { leader_alone, minority, majority };
+std::string_view to_string(FaultSplit s);
+std::optional<FaultSplit> parse_fault_split(std::string_view name);
+std::vector<std::string> fault_split_names();
+
+/// Why a fault's roles do not fit its kind (a restart of the leader: the leader is alive by definition;
+/// holder-servers as a peer), or nothing. The loader and run_scenario both ask.
+std::optional<std::string> fault_role_problem(const FaultSpec& f);
+
 /// Run `scenario` with `protocol`. Throws InputError for names that do not resolve (unknown process,
 /// protocol).
 RunOutput run_scenario(const Scenario& scenario, const std::string& protocol, const RunOptions& opts = {});

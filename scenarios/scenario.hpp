@@ -48,12 +48,19 @@ struct LinkSpec {
   LinkOptions options;
 };
 
-/// A fault with process names instead of ids (resolved when the world is built).
+/// A fault with process names instead of ids (resolved when the world is built). `target`, `more_targets`
+/// and the sides may also name a role ("leader", "holder", ...: scenarios/runner.hpp), resolved each time the
+/// fault fires.
 struct FaultSpec {
   Fault fault;  ///< target/peer/side/trigger ids are filled from the names below
   std::string target, peer, trigger_proc;
   std::vector<std::string> side_a, side_b;
   std::uint32_t line = 0;  ///< source line, for error messages
+  /// A list of targets (`target = ["client1", "holder"]`): `target` is its first, these the rest.
+  std::vector<std::string> more_targets;
+  /// A partition whose sides are computed from the leader when it fires ("leader-alone", "minority",
+  /// "majority"; empty: the sides are given).
+  std::string split;
 };
 
 /// A bound on a count, as written in [expect]: "0", "> 0", ">= 3", "<= 5%", "< 10%". A bound with `%` is on

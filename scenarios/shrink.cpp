@@ -10,6 +10,7 @@ constexpr Duration kGrain = 1ms;
 
 bool names(const FaultSpec& f, const std::string& n) {
   if (f.target == n || f.peer == n || f.trigger_proc == n) return true;
+  if (std::find(f.more_targets.begin(), f.more_targets.end(), n) != f.more_targets.end()) return true;
   return std::find(f.side_a.begin(), f.side_a.end(), n) != f.side_a.end() ||
          std::find(f.side_b.begin(), f.side_b.end(), n) != f.side_b.end();
 }
@@ -176,6 +177,31 @@ ShrinkResult shrink_failure(const Scenario& base_in, const std::string& protocol
     }
     // 4. Gentler faults.
     for (std::size_t i = 0; i < plan.faults.size(); ++i) {
+      // A repeated fault: one firing if that still fails, else fewer; then no jitter. First: one firing is a
+      // simpler story than shorter ones.
+      if (plan.faults[i].fault.repeat.repeats()) {
+        FaultPlan cand = plan;
+        cand.faults[i].fault.repeat = Repeat{.jitter = plan.faults[i].fault.repeat.jitter};
+        if (accept(std::move(cand))) {
+          progress = true;
+        } else {
+          for (int k = 0; k < 16 && !s.exhausted(); ++k) {
+            const Repeat& r = plan.faults[i].fault.repeat;
+            const std::uint32_t n = r.times > 0 ? r.times : 0;
+            if (n != 0 && n <= 2) break;
+            FaultPlan c2 = plan;
+            // Unbounded by times (until the scenario's end, or `until`): start from 64, then halve.
+            c2.faults[i].fault.repeat.times = n == 0 ? 64 : n / 2;
+            if (!accept(std::move(c2))) break;
+            progress = true;
+          }
+        }
+      }
+      if (plan.faults[i].fault.repeat.jitter > 0ns) {
+        FaultPlan cand = plan;
+        cand.faults[i].fault.repeat.jitter = 0ns;
+        if (accept(std::move(cand))) progress = true;
+      }
       auto field = [i](Duration Fault::*m) {
         return [i, m](FaultPlan& p) -> Duration& { return p.faults[i].fault.*m; };
       };
@@ -222,7 +248,9 @@ ShrinkResult shrink_failure(const Scenario& base_in, const std::string& protocol
       } else if (pass < 2) {
         // Move it as late as it still fails (binary search between now and max_time, to the millisecond).
         // Only in the first passes: later ones would spend the budget on sub-millisecond moves.
-        Time lo = t.at, hi = base.max_time;
+        // A repeated fault's first firing stays at or before its `until` (the loader refuses one after it).
+        const Repeat& rep = plan.faults[i].fault.repeat;
+        Time lo = t.at, hi = rep.repeats() ? std::min(base.max_time, rep.until) : base.max_time;
         for (int k = 0; k < 16 && hi - lo > kGrain && !s.exhausted(); ++k) {
           const Time mid = lo + ((hi - lo) / 2 / kGrain) * kGrain;
           if (mid <= lo) break;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 #include "sim/world.hpp"
@@ -167,63 +168,172 @@ void World::heal() {
   record(TraceKind::network, {}, {}, 0, "heal", "all");
 }
 
+std::uint64_t Repeat::bound(Time first) const {
+  constexpr std::uint64_t over = std::uint64_t{kMaxFirings} + 1;
+  if (!repeats()) return 1;
+  std::uint64_t n = times == 0 ? over : std::min<std::uint64_t>(times, over);
+  if (until != kTimeMax) {
+    const std::uint64_t by_time =
+        until < first ? 0 : static_cast<std::uint64_t>((until - first) / every) + 1;  // jitter only delays
+    n = std::min(n, by_time);
+  }
+  return n;
+}
+
+std::string Repeat::check(Time first) const {
+  if (every < 0ns) return fmt::format("the period every = {} is negative", format_time(every));
+  if (jitter < 0ns) return fmt::format("the jitter {} is negative", format_time(jitter));
+  if (!repeats()) return {};
+  if (times == 0 && until == kTimeMax)
+    return "a repeated fault needs an end: a number of firings (times) or an end time (until)";
+  if (bound(first) > kMaxFirings) {
+    return fmt::format(
+        "a fault every {} from {} {} fires more than {} times, the most one fault may fire",
+        format_time(every), format_time(first),
+        times > kMaxFirings ? fmt::format("{} times", times) : fmt::format("until {}", format_time(until)),
+        kMaxFirings);
+  }
+  return {};
+}
+
 void World::add_fault(Fault f) {
+  // A triggered fault's first firing is not known before the run: its repetition is bounded from time 0.
+  if (std::string why = f.repeat.check(f.when.kind == Trigger::Kind::at ? f.when.at : Time{0}); !why.empty())
+    throw std::invalid_argument(why);
   faults_.push_back(std::move(f));
-  fault_hits_.push_back(0);
+  fault_state_.emplace_back();
   const std::size_t idx = faults_.size() - 1;
   const Fault& ff = faults_[idx];
   if (ff.when.kind == Trigger::Kind::at) {
-    push(std::max(ff.when.at, now_), [this, idx] { fire(faults_[idx]); });
+    fault_state_[idx].first = std::max(ff.when.at, now_);
+    schedule_firing(idx);
   } else {
     have_triggers_[static_cast<int>(ff.when.kind)] = true;
   }
+}
+
+void World::schedule_firing(std::size_t i) {
+  const Fault& f = faults_[i];
+  FaultState& st = fault_state_[i];
+  const Repeat& r = f.repeat;
+  const std::uint32_t limit =
+      !r.repeats() ? 1 : (r.times == 0 ? Repeat::kMaxFirings : std::min(r.times, Repeat::kMaxFirings));
+  if (st.fired >= limit) return;
+  if (st.fired > 0 && r.every.count() > (kTimeMax - st.first).count() / st.fired) return;  // past the end
+  Time t = st.first + r.every * st.fired;
+  if (r.jitter > 0ns) {
+    // The seam for a distribution of jitters (sim/distribution.hpp): one draw per firing, from this stream.
+    if (!st.jitter_rng) st.jitter_rng = rng_.stream("fault-jitter").stream(i);
+    const Duration extra = st.jitter_rng->uniform(0ns, r.jitter);
+    t = extra >= kTimeMax - t ? kTimeMax : t + extra;
+  }
+  if (r.repeats() && t > r.until) return;
+  ++st.fired;
+  push(t, [this, i] { fire_planned(i); });
 }
 
 void World::match_triggers(Trigger::Kind kind, ProcId p, std::string_view label) {
   for (std::size_t i = 0; i < faults_.size(); ++i) {
     const Trigger& t = faults_[i].when;
     if (t.kind != kind || t.label != label || (t.proc.valid() && t.proc != p)) continue;
-    if (++fault_hits_[i] != t.nth) continue;
+    if (++fault_state_[i].hits != t.nth) continue;
     const Fault& f = faults_[i];
+    fault_state_[i].first = now_ + t.delay;
     // Faults on the process that triggered them take effect before its next statement; all others run as
     // events at this same instant, after the current event and before the process steps still queued for
-    // it (world callbacks come first at an instant: sim/world.hpp).
-    if (t.delay == 0ns && f.kind == Fault::Kind::pause && f.target == p) {
-      fire(f);
-    } else {
-      push(now_ + t.delay, [this, i] { fire(faults_[i]); });
+    // it (world callbacks come first at an instant: sim/world.hpp). A fault whose targets a callback
+    // computes is resolved right here when it may be such a pause, and acts at once if it is one.
+    if (t.delay == 0ns && f.repeat.jitter == 0ns && f.kind == Fault::Kind::pause) {
+      if (!f.targets_at_fire) {
+        if (f.target == p && f.more_targets.empty()) {
+          ++fault_state_[i].fired;
+          fire_resolved(i, f, {});
+          continue;
+        }
+      } else {
+        Fault g = f;
+        const Resolution r = resolve(i, g);
+        ++fault_state_[i].fired;
+        if (!r.fire || (g.target == p && g.more_targets.empty())) {
+          fire_resolved(i, g, r);
+        } else {
+          g.targets_at_fire = nullptr;
+          push(now_, [this, i, g = std::move(g), r] { fire_resolved(i, g, r); });
+        }
+        continue;
+      }
     }
+    schedule_firing(i);
   }
 }
 
-void World::fire(const Fault& f) {
-  record(TraceKind::fault, f.target, f.peer, 0, std::string(to_string(f.kind)),
-         f.duration != 0ns ? fmt::format("duration={}", format_time(f.duration)) : "");
+Resolution World::resolve(std::size_t i, Fault& g) {
+  FaultState& st = fault_state_[i];
+  if (!st.pick_rng) st.pick_rng = rng_.stream("fault-targets").stream(i);
+  Resolution r = faults_[i].targets_at_fire(g, *st.pick_rng);
+  const bool needs_target =
+      g.kind != Fault::Kind::partition && g.kind != Fault::Kind::heal && g.kind != Fault::Kind::delay_spike;
+  auto bad = [this](ProcId p) { return !p.valid() || p.value >= procs_.size(); };
+  if (r.fire &&
+      ((needs_target && bad(g.target)) || std::any_of(g.more_targets.begin(), g.more_targets.end(), bad))) {
+    r = {false, r.detail.empty() ? "no process to hit" : r.detail + ": no process to hit"};
+  }
+  if (r.fire && g.kind == Fault::Kind::partition && (g.side_a.empty() || g.side_b.empty()))
+    r = {false, r.detail.empty() ? "a partition side is empty" : r.detail + ": a partition side is empty"};
+  return r;
+}
+
+void World::fire_planned(std::size_t i) {
+  const Fault& f = faults_[i];
+  if (!f.targets_at_fire) return fire_resolved(i, f, {});
+  Fault g = f;
+  const Resolution r = resolve(i, g);
+  fire_resolved(i, g, r);
+}
+
+void World::fire_resolved(std::size_t i, const Fault& f, const Resolution& r) {
+  if (r.fire) {
+    fire(f, r.detail);
+  } else {
+    record(TraceKind::fault, {}, {}, 0, std::string(to_string(f.kind)), fmt::format("skipped: {}", r.detail));
+  }
+  schedule_firing(i);
+}
+
+void World::fire(const Fault& f, std::string_view detail) {
+  if (f.kind == Fault::Kind::partition || f.kind == Fault::Kind::heal) return fire_one(f, f.target, detail);
+  fire_one(f, f.target, detail);
+  for (ProcId t : f.more_targets) fire_one(f, t, detail);
+}
+
+void World::fire_one(const Fault& f, ProcId target, std::string_view detail) {
+  std::string text = f.duration != 0ns ? fmt::format("duration={}", format_time(f.duration)) : "";
+  if (!detail.empty()) text += (text.empty() ? "" : " ") + std::string(detail);
+  record(TraceKind::fault, target, f.peer, 0, std::string(to_string(f.kind)), text);
   switch (f.kind) {
     case Fault::Kind::pause:
-      pause(f.target, f.duration > 0ns ? f.duration : kForever);
+      pause(target, f.duration > 0ns ? f.duration : kForever);
       break;
     case Fault::Kind::crash:
-      crash(f.target, f.power_loss);
+      crash(target, f.power_loss);
       if (f.duration > 0ns) {
         // A planned restart keeps the process live, so the run does not end as "done" before it.
-        Process& p = *procs_[f.target.value];
+        Process& p = *procs_[target.value];
         if (p.state == ProcState::crashed && !p.restart_pending) {
           p.restart_pending = true;
           if (!p.opts.daemon) ++live_;
         }
-        ProcId t = f.target;
-        push(now_ + f.duration, [this, t] { restart(t); });
+        push(now_ + f.duration, [this, target] { restart(target); });
       }
       break;
     case Fault::Kind::restart:
-      restart(f.target);
+      restart(target);
       break;
     case Fault::Kind::clock_jump:
-      clock_jump(f.target, f.duration);
+      clock_jump(target, f.duration);
       break;
     case Fault::Kind::clock_drift:
-      clock_drift(f.target, f.ppm);
+      clock_drift(target, f.ppm);
       break;
     case Fault::Kind::partition: {
       // A timed end heals this partition only: others, overlapping it or not, stay in force.
@@ -234,7 +344,7 @@ void World::fire(const Fault& f) {
       heal();
       break;
     case Fault::Kind::delay_spike:
-      network_.add_spike(f.target, f.peer, f.extra, f.duration > 0ns ? now_ + f.duration : kTimeMax, f.count);
+      network_.add_spike(target, f.peer, f.extra, f.duration > 0ns ? now_ + f.duration : kTimeMax, f.count);
       break;
   }
 }

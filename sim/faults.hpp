@@ -2,9 +2,11 @@
 /// Fault plans: timed faults and faults triggered by a trace event ("pause client1 for 15 s right after it
 /// logs `acquired`"), so a scenario tells the same story whatever the protocol's latency.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "sim/random.hpp"
 #include "sim/time.hpp"
 #include "sim/trace.hpp"
 
@@ -30,6 +32,43 @@ struct Trigger {
   }
 };
 
+/// A fault that fires more than once: the first firing at its trigger (`at`, or the trigger's event plus its
+/// delay), then one every `every` after that, until `times` firings or the first one past `until`. Firing k
+/// (from 0) comes at first + k * every + a jitter drawn for it, uniform in [0, jitter], from the fault's own
+/// seeded stream: the nominal times do not drift with the jitter. A firing whose time with its jitter is
+/// past `until` does not happen, and ends the repetition.
+struct Repeat {
+  Duration every{0};        ///< the period (0: the fault fires once; then `times` and `until` do not apply)
+  std::uint32_t times = 0;  ///< firings in all, the first included (0: as many as `until` allows)
+  Time until = kTimeMax;    ///< no firing after this true time
+  Duration jitter{0};       ///< each firing, the first included, comes up to this much later
+  /// The most firings one fault may have: a plan that could fire more is refused (World::add_fault).
+  static constexpr std::uint32_t kMaxFirings = 10'000;
+  /// The number of firings this repetition allows at most when the first comes at `first` (kMaxFirings + 1
+  /// when unbounded or above the limit, without overflow). 1 when `every` is 0.
+  std::uint64_t bound(Time first) const;
+  /// Why this repetition is refused (empty: it is fine): a negative period or jitter, no bound, more than
+  /// kMaxFirings firings from `first` on.
+  std::string check(Time first) const;
+  bool repeats() const { return every > 0ns; }
+};
+
+struct Fault;
+
+/// What a target callback found when the fault fired: fire it (with `detail` appended to the trace record:
+/// which role resolved to the processes named), or skip this firing because nobody has the role now (`detail`
+/// says so, in the trace).
+struct Resolution {
+  bool fire = true;
+  std::string detail;
+};
+
+/// Computes a fault's targets when it fires, from what holds at that instant: fills `f` (a copy of the
+/// planned fault) with target, more_targets, side_a, side_b. `rng` is the fault's own stream for picks (one
+/// stream per fault, derived from the world's seed: a pick never moves any other draw). The kernel knows
+/// nothing of what the targets mean; a scenario runner gives the callback (roles such as "the leader").
+using TargetCallback = std::function<Resolution(Fault& f, Rng& rng)>;
+
 struct Fault {
   enum class Kind : std::uint8_t {
     pause,        ///< target stops for `duration` (a GC pause, SIGSTOP)
@@ -53,6 +92,13 @@ struct Fault {
   bool one_way = false;
   std::uint32_t count = 0;  ///< delay_spike: number of messages to delay (0 = all within `duration`)
   std::vector<ProcId> side_a, side_b;
+  /// The fault hits each of these too, after `target`, in order (one trace record per process). Kinds
+  /// without a target (partition, heal) ignore it.
+  std::vector<ProcId> more_targets;
+  Repeat repeat;
+  /// When set, called at every firing to compute the targets (TargetCallback); the planned targets are then
+  /// what the callback starts from.
+  TargetCallback targets_at_fire;
 };
 
 std::string_view to_string(Fault::Kind k);

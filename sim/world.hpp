@@ -223,7 +223,9 @@ class World {
   /// End every partition (recorded as "heal", "all").
   void heal();
 
-  /// Add a fault to the plan (timed faults are scheduled now; triggered ones armed).
+  /// Add a fault to the plan (timed faults are scheduled now; triggered ones armed). Throws
+  /// std::invalid_argument for a repetition Repeat::check refuses (unbounded, or more than
+  /// Repeat::kMaxFirings firings).
   void add_fault(Fault f);
   const std::vector<Fault>& faults() const { return faults_; }
 
@@ -319,7 +321,19 @@ class World {
   /// record() for an event of a process at hand (the message path: send, deliver, receive), inline.
   void record_of(TraceKind k, const Process& p, ProcId peer, std::uint64_t msg, const MsgType& label,
                  std::string_view detail = {});
-  void fire(const Fault& f);
+  /// Firing k of planned fault i: resolves its targets (Fault::targets_at_fire), applies it, and queues the
+  /// next firing of its repetition.
+  void fire_planned(std::size_t i);
+  /// Calls fault i's target callback on g (its copy) with the fault's own pick stream; a firing that names
+  /// no process where the kind needs one is skipped.
+  Resolution resolve(std::size_t i, Fault& g);
+  /// A firing whose targets are already known (resolved at a trigger, to act at once), then the next one.
+  void fire_resolved(std::size_t i, const Fault& f, const Resolution& r);
+  /// Queues firing `fired` of fault i at its nominal time plus its jitter, unless the repetition is over.
+  void schedule_firing(std::size_t i);
+  /// Applies a fault with known targets; `detail` is added to its trace records.
+  void fire(const Fault& f, std::string_view detail = {});
+  void fire_one(const Fault& f, ProcId target, std::string_view detail);
   void check_triggers(Trigger::Kind kind, ProcId p, std::string_view label) {
     if (have_triggers_[static_cast<int>(kind)]) match_triggers(kind, p, label);
   }
@@ -380,7 +394,15 @@ class World {
   std::map<std::string, ProcId, std::less<>> names_;
   std::vector<Fault> faults_;
   std::map<PartitionId, std::string> partition_names_;  ///< partitions in force: their trace names
-  std::vector<std::uint32_t> fault_hits_;
+  /// Per planned fault: how its trigger and repetition stand, and its own random streams (made when first
+  /// needed: a fault with no jitter and no picks draws nothing and derives nothing).
+  struct FaultState {
+    std::uint32_t hits = 0;   ///< trigger events matched so far
+    std::uint32_t fired = 0;  ///< firings queued or done
+    Time first{0};            ///< nominal time of the first firing
+    std::optional<Rng> jitter_rng, pick_rng;
+  };
+  std::vector<FaultState> fault_state_;
   bool have_triggers_[4] = {false, false, false, false};
   std::vector<std::function<void(ProcId, std::string_view, std::string_view)>> note_observers_;
 };

@@ -201,6 +201,17 @@ class LeaseProtocol final : public Protocol {
       if (!recorded->insert({node, lock, lease, rev}).second) return;
       h->service_set(w->now(), node, lock, std::to_string(lease));
     };
+    // Roles, for faults aimed at the leader: each member records its own.
+    using Role = ServiceRole::Role;
+    obs->on_start = [w, h](const std::string& node, std::uint64_t term) {
+      h->service_role(w->now(), node, Role::follower, term);
+    };
+    obs->on_leader = [w, h](const std::string& node, std::uint64_t term) {
+      h->service_role(w->now(), node, Role::leader, term);
+    };
+    obs->on_step_down = [w, h](const std::string& node, std::uint64_t term) {
+      h->service_role(w->now(), node, Role::follower, term);
+    };
     ServiceInfo info;
     info.servers = spawn_raft_group(world, raft_options(cfg), obs);
     return info;

@@ -109,6 +109,7 @@ class Node {
       if (p != ctx_.self()) peers_.push_back(p);
     }
     load();
+    if (obs_ && obs_->on_start) obs_->on_start(ctx_.name(), term_);
     reset_election_timer();
     for (;;) {
       const Time now = ctx_.now();

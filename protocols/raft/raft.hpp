@@ -67,6 +67,8 @@ inline constexpr const char* kClientReplyType = "raft.client.reply";
 /// Instrumentation: what tests and the history recorder see. Called synchronously inside members' fibers; the
 /// protocol never reads anything back. Any callback may be empty.
 struct Observer {
+  /// `node` started (first boot or restart: a follower) in `term`, after loading what it persisted.
+  std::function<void(const std::string& node, std::uint64_t term)> on_start;
   /// `node` became leader of `term`.
   std::function<void(const std::string& node, std::uint64_t term)> on_leader;
   /// `node` stopped leading `term` (it heard a higher term, or check-quorum found no majority).

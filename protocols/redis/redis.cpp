@@ -277,7 +277,8 @@ class RedisProtocol final : public Protocol {
                        .replica = false,
                        .peer = cfg.replica ? "replica1" : "",
                        .replication_delay = cfg.replication_delay,
-                       .counter_start = counter_start(cfg)};
+                       .counter_start = counter_start(cfg),
+                       .record_role = true};
     info.servers.push_back(spawn_node(world, with_node_settings(master, cfg), history));
     if (cfg.replica) {
       NodeOptions rep = master;

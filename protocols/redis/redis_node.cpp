@@ -93,6 +93,7 @@ class Node {
 
   void run() {
     if (opts_.aof) load();
+    record_role(0);
     if (!master_ && !peer_.empty()) {
       heard_at_ = ctx_.now();
       next_cron_ = ctx_.now() + opts_.replication.ack_period;
@@ -126,6 +127,14 @@ class Node {
       if (k.compare(0, kAofPrefix.size(), kAofPrefix) != 0) continue;
       if (auto e = decode(v)) data_[k.substr(kAofPrefix.size())] = std::move(*e);
     }
+  }
+
+  /// The role this node has now, in the history (NodeOptions::record_role). `term`: 0 for the role it starts
+  /// in, 1 for a change the sentinel made (ServiceRole::term).
+  void record_role(std::uint64_t term) {
+    if (!opts_.record_role) return;
+    history_.service_role(world_.now(), ctx_.name(),
+                          master_ ? ServiceRole::Role::leader : ServiceRole::Role::follower, term);
   }
 
   std::string new_replid() { return fmt::format("{}-{}-{}", ctx_.name(), ctx_.incarnation(), ++replids_); }
@@ -371,6 +380,7 @@ class Node {
   void promote() {
     ctx_.note("promoted", fmt::format("{} at offset {}", ctx_.name(), offset_));
     master_ = true;
+    record_role(1);
     replid2_ = replid_;
     replid2_offset_ = offset_;
     replid_ = new_replid();
@@ -383,8 +393,10 @@ class Node {
   /// REPLICAOF peer: keep the dataset and PSYNC the new master with our own ID and offset (Redis caches
   /// itself as the master to continue from); a master that cannot continue it answers with a full resync.
   void demote(const std::string& peer) {
+    const bool was_master = master_;
     if (master_) ctx_.note("demoted", fmt::format("{} replica of {}", ctx_.name(), peer));
     master_ = false;
+    if (was_master) record_role(1);
     peer_ = peer;
     replica_ = ProcId{};
     heard_at_ = ctx_.now();

@@ -80,6 +80,10 @@ struct NodeOptions {
   std::int64_t counter_start = 0;
   ReplicationOptions replication;  ///< backlog size, ack and ping periods, repl-timeout
   ReplicationObserver observer;    ///< sees every replication change (tests); empty: none
+  /// Record this node's role in the history (History::service_role) when it starts, is promoted or is
+  /// demoted: a master/replica pair, and a single master, whose master faults may aim at. Redlock's
+  /// independent masters record none: none of them is *the* master.
+  bool record_role = false;
 };
 
 /// Spawn a node as a daemon process. Successful lock SETs are recorded with history.service_set (write only).

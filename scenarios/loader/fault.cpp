@@ -1,5 +1,6 @@
 // The [[fault]] tables: the fault plan and its triggers.
 #include "scenarios/loader/loader_internal.hpp"
+#include "scenarios/runner.hpp"
 
 namespace locksim::loading {
 
@@ -11,9 +12,10 @@ constexpr FieldDoc kFaultFields[] = {
      "required", "what happens"},
     {"at", "time", "", "the trigger: at this true time (one of at, after)"},
     {"after", "table", "", "the trigger: after a process's event (fault.after)"},
-    {"target", "process name", "",
+    {"target", "process name or role, or an array of them", "",
      "the process hit (pause, crash, restart, clock_jump, clock_drift; delay_spike: the sender, \"*\" = "
-     "any)"},
+     "any); a role (\"leader\", \"primary\", \"holder\", \"holder-servers\", \"any-server\", "
+     "\"any-client\") is resolved each time the fault fires; an array hits each"},
     {"peer", "process name or \"*\"", "\"*\"", "delay_spike: the receiver"},
     {"duration", "duration", "",
      "pause: how long (> 0, required); crash: restart after it (\"0\" = stay down); clock_jump: how far "
@@ -25,8 +27,16 @@ constexpr FieldDoc kFaultFields[] = {
     {"one_way", "bool", "false", "partition: cut only side_a → side_b"},
     {"count", "integer 0..10,000,000", "0",
      "delay_spike: delay only the next count matching messages (0 = all)"},
-    {"side_a", "array of process names", "", "partition: one side (required)"},
-    {"side_b", "array of process names", "", "partition: the other side (required)"},
+    {"side_a", "array of process names or roles", "", "partition: one side (required unless split)"},
+    {"side_b", "array of process names or roles", "", "partition: the other side (required unless split)"},
+    {"split", "\"leader-alone\" | \"minority\" | \"majority\"", "",
+     "partition: sides computed from the leader when it fires, instead of side_a and side_b"},
+    {"every", "duration > 0", "", "repeat: fire again every this long after the first firing"},
+    {"times", "integer 1..10,000", "", "repeat: firings in all, the first included (needs every)"},
+    {"until", "time", "limits.max_time",
+     "repeat: no firing after this true time (needs every; the repetition ends at times or until)"},
+    {"jitter", "duration", "\"0\"",
+     "each firing comes a uniform random 0..jitter later (seeded; the period does not drift)"},
 };
 constexpr FieldDoc kAfterFields[] = {
     {"process", "process name or \"*\"", "required", "whose event"},
@@ -154,13 +164,14 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
       {K::restart, {"target"}},
       {K::clock_jump, {"target", "duration"}},
       {K::clock_drift, {"target", "ppm"}},
-      {K::partition, {"side_a", "side_b", "duration", "one_way"}},
+      {K::partition, {"side_a", "side_b", "split", "duration", "one_way"}},
       {K::heal, {}},
       {K::delay_spike, {"target", "peer", "extra", "duration", "count"}}};
   const auto& ok = applies.at(kind);
   for (const auto& [k, v] : *f.t) {
     const std::string key(k.str());
     if (key == "kind" || key == "at" || key == "after") continue;
+    if (key == "every" || key == "times" || key == "until" || key == "jitter") continue;  // every kind
     if (std::find(ok.begin(), ok.end(), key) == ok.end()) {
       fail(line_of(v), f.field(key),
            fmt::format("'{}' does not apply to a {} fault{}", key, kind_name,
@@ -176,14 +187,17 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
   const bool needs_target = kind != K::partition && kind != K::heal && kind != K::delay_spike;
   if (needs_target)
     need(f, "target", fmt::format("target = \"<process>\" (the process the {} hits)", kind_name));
-  if (auto t = str(f, "target")) {
-    check_process(*t, line_of(*f.get("target")), f.field("target"), kind == K::delay_spike);
-    spec.target = *t == "*" ? "" : *t;
-  }
+  targets(f, kind, spec);
   if (auto p = str(f, "peer")) {
+    if (parse_fault_role(*p))
+      fail_at(f, "peer",
+              fmt::format("'{}' is a role; a peer is a process name (or \"*\"): roles are for target and the "
+                          "partition sides",
+                          *p));
     check_process(*p, line_of(*f.get("peer")), f.field("peer"), true);
     spec.peer = *p == "*" ? "" : *p;
   }
+  repetition(f, spec);
   switch (kind) {
     case K::pause:
       need(f, "duration", "duration = \"15s\" (how long the process stops)");
@@ -202,7 +216,20 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
       spec.fault.ppm = *integer(f, "ppm", -NodeClock::kMaxDriftPpm, NodeClock::kMaxDriftPpm);
       break;
     case K::partition: {
-      need(f, "side_a", "side_a = [\"client1\", ...]");
+      spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
+      spec.fault.one_way = boolean(f, "one_way").value_or(false);
+      if (f.has("split")) {
+        if (f.has("side_a") || f.has("side_b"))
+          fail_at(f, f.has("side_a") ? "side_a" : "side_b",
+                  "a partition has either split or side_a and side_b, not both");
+        const std::string sp = *str(f, "split");
+        if (!parse_fault_split(sp))
+          fail_at(f, "split",
+                  fmt::format("unknown split '{}'{}", sp, suggestion(sp, fault_split_names(), "one of")));
+        spec.split = sp;
+        break;
+      }
+      need(f, "side_a", "side_a = [\"client1\", ...] (or split = \"leader-alone\")");
       need(f, "side_b", "side_b = [\"redis4\", ...]");
       std::map<std::string, char> side_of;
       for (const char* key : {"side_a", "side_b"}) {
@@ -220,7 +247,7 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
           const std::uint32_t l = line_of(e) ? line_of(e) : line_of(*n);
           if (!e.is_string()) fail(l, field, fmt::format("expected a process name, got {}", type_name(e)));
           const std::string name = *e.value<std::string>();
-          check_process(name, l, field, false);
+          target_name(name, l, field, false);
           if (auto it = side_of.find(name); it != side_of.end()) {
             fail(l, field,
                  it->second == key[5] ? fmt::format("'{}' is listed twice", name)
@@ -230,8 +257,6 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
           out.push_back(name);
         }
       }
-      spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
-      spec.fault.one_way = boolean(f, "one_way").value_or(false);
       break;
     }
     case K::delay_spike:
@@ -244,7 +269,112 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
     case K::heal:
       break;
   }
+  if (auto problem = fault_role_problem(spec)) fail_at(f, f.has("target") ? "target" : "kind", *problem);
   return spec;
+}
+
+void Loader::target_name(const std::string& name, std::uint32_t line, const std::string& field,
+                         bool allow_any) const {
+  if (parse_fault_role(name)) {
+    if (process_set_.count(name))
+      fail(line, field, fmt::format("'{}' is both a role and a process's name: rename the process", name));
+    return;
+  }
+  if (allow_any && name == "*") return;
+  if (!process_set_.count(name) && !is_service_process_name(name)) {
+    // A misspelled role reads better as a role than as the nearest process.
+    const std::string near = nearest_name(name, fault_role_names());
+    if (!near.empty() && nearest_name(name, processes_).empty())
+      fail(line, field, fmt::format("unknown process or role '{}' (did you mean '{}'?)", name, near));
+  }
+  check_process(name, line, field, allow_any);
+}
+
+void Loader::targets(const Tab& f, Fault::Kind kind, FaultSpec& spec) const {
+  const toml::node* n = f.get("target");
+  if (!n) return;
+  const bool any_ok = kind == Fault::Kind::delay_spike;
+  if (n->is_string()) {
+    const std::string t = *str(f, "target");
+    target_name(t, line_of(*n), f.field("target"), any_ok);
+    spec.target = t == "*" ? "" : t;
+    return;
+  }
+  if (!n->is_array()) {
+    fail(line_of(*n), f.field("target"),
+         fmt::format("expected a process name or role, or an array of them, got {}", type_name(*n)));
+  }
+  const toml::array& a = *n->as_array();
+  if (a.empty())
+    fail(line_of(*n), f.field("target"), "a target array must name at least one process or role");
+  if (a.size() > 1000) fail(line_of(*n), f.field("target"), "at most 1,000 targets");
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string field = fmt::format("{}[{}]", f.field("target"), i);
+    const toml::node& e = a[i];
+    const std::uint32_t l = line_of(e) ? line_of(e) : line_of(*n);
+    if (!e.is_string()) fail(l, field, fmt::format("expected a process name or role, got {}", type_name(e)));
+    const std::string name = *e.value<std::string>();
+    if (name == "*") fail(l, field, "\"*\" (any process) stands alone: target = \"*\", not in an array");
+    target_name(name, l, field, false);
+    // any-server and any-client may repeat: each entry picks another process.
+    const bool picks = name == "any-server" || name == "any-client";
+    if (!seen.insert(name).second && !picks) fail(l, field, fmt::format("'{}' is listed twice", name));
+    if (i == 0)
+      spec.target = name;
+    else
+      spec.more_targets.push_back(name);
+  }
+}
+
+void Loader::repetition(const Tab& f, FaultSpec& spec) const {
+  Repeat& r = spec.fault.repeat;
+  const bool has_every = f.has("every");
+  for (const char* key : {"times", "until"}) {
+    if (f.has(key) && !has_every)
+      fail_at(f, key, fmt::format("{} bounds a repetition: give its period too (every = \"5s\")", key));
+  }
+  if (auto j = duration(f, "jitter", Sign::non_negative)) {
+    if (*j > max_time_)
+      fail_at(f, "jitter",
+              fmt::format("a jitter of {} is beyond limits.max_time ({})", format_time(*j),
+                          format_time(max_time_)));
+    r.jitter = *j;
+  }
+  if (!has_every) return;
+  r.every = *duration(f, "every", Sign::positive);
+  if (auto t = integer(f, "times", 1, Repeat::kMaxFirings)) r.times = static_cast<std::uint32_t>(*t);
+  const Trigger& w = spec.fault.when;
+  // The first firing: `at`, or (a trigger) no earlier than its delay.
+  const Time first = w.kind == Trigger::Kind::at ? w.at : w.delay;
+  if (auto u = duration(f, "until", Sign::non_negative)) {
+    if (*u > max_time_)
+      fail_at(
+          f, "until",
+          fmt::format("until = {} is after limits.max_time ({}): lower it, or leave it out to repeat until "
+                      "the end",
+                      format_time(*u), format_time(max_time_)));
+    if (*u < first)
+      fail_at(f, "until",
+              fmt::format("until = {} comes before the first firing ({} {}): the fault would never fire",
+                          format_time(*u), w.kind == Trigger::Kind::at ? "at" : "after.delay",
+                          format_time(first)));
+    r.until = *u;
+  }
+  // Bounded as the runner will run it: until defaults to max_time; a triggered fault counts from time 0.
+  Repeat bounded = r;
+  if (bounded.times == 0 && bounded.until == kTimeMax) bounded.until = max_time_;
+  if (bounded.bound(w.kind == Trigger::Kind::at ? w.at : Time{0}) > Repeat::kMaxFirings) {
+    fail_at(
+        f, "every",
+        fmt::format("a fault every {} {} could fire more than {} times, the most one fault may: give a "
+                    "longer period, times = N or an earlier until{}",
+                    format_time(r.every),
+                    r.until != kTimeMax ? fmt::format("until {}", format_time(r.until))
+                                        : fmt::format("until limits.max_time ({})", format_time(max_time_)),
+                    Repeat::kMaxFirings,
+                    w.kind == Trigger::Kind::at ? "" : " (a triggered fault counts from 0 s)"));
+  }
 }
 
 }  // namespace locksim::loading

@@ -278,6 +278,13 @@ class Loader {
   void variants(const Tab& root, const Scenario& s) const;
   FaultSpec fault(const Tab& t, const Scenario& s) const;
   Trigger trigger(const Tab& t, const Scenario& s, std::string& proc) const;
+  /// A fault's `target`: a process name or role, or an array of them.
+  void targets(const Tab& f, Fault::Kind kind, FaultSpec& spec) const;
+  /// A process name or a role (scenarios/runner.hpp), as a fault target or partition side names it.
+  void target_name(const std::string& name, std::uint32_t line, const std::string& field,
+                   bool allow_any) const;
+  /// every, times, until, jitter.
+  void repetition(const Tab& f, FaultSpec& spec) const;
   std::string protocol_name(const std::string& name, std::uint32_t line, const std::string& field) const;
 
   std::string file_;
