@@ -86,6 +86,13 @@ std::string ppm(std::int64_t v) {
   return fmt::format("{}.{:06}", v / 1'000'000, v % 1'000'000);
 }
 
+/// A TOML float that reads back as the same double ("1.5", "2.0").
+std::string real(double x) {
+  std::string a = fmt::format("{}", x);
+  if (a.find_first_of(".en") == std::string::npos) a += ".0";
+  return a;
+}
+
 std::string delay_text(const DelayDist& d) {
   using K = DelayDist::Kind;
   switch (d.kind) {
@@ -96,11 +103,17 @@ std::string delay_text(const DelayDist& d) {
     case K::exponential:
       return fmt::format("{{ kind = \"exponential\", min = {}, max = {}, mean = {} }}", dur(d.min),
                          dur(d.max), dur(d.mean));
-    case K::long_tail: {
-      std::string a = fmt::format("{}", d.alpha);
-      if (a.find_first_of(".en") == std::string::npos) a += ".0";
+    case K::long_tail:
       return fmt::format("{{ kind = \"long_tail\", min = {}, max = {}, mean = {}, alpha = {} }}", dur(d.min),
-                         dur(d.max), dur(d.mean), a);
+                         dur(d.max), dur(d.mean), real(d.alpha));
+    case K::lognormal:
+      return fmt::format("{{ kind = \"lognormal\", min = {}, max = {}, median = {}, sigma = {} }}",
+                         dur(d.min), dur(d.max), dur(d.median), real(d.sigma));
+    case K::empirical: {
+      // Inline, so the file replays without the CSV the scenario read them from.
+      std::string v;
+      for (Duration x : *d.values) v += (v.empty() ? "" : ", ") + dur(x);
+      return fmt::format("{{ kind = \"empirical\", values = [{}] }}", v);
     }
   }
   return dur(d.min);

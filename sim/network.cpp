@@ -4,20 +4,6 @@
 
 namespace locksim {
 
-Duration DelayDist::sample_other(Rng& rng) const {
-  switch (kind) {
-    case Kind::constant:
-      return min;
-    case Kind::uniform:
-      return rng.uniform(min, max);
-    case Kind::exponential:
-      return min + rng.exponential(mean, max - min);
-    case Kind::long_tail:
-      return min + rng.pareto(mean, alpha, max - min);
-  }
-  return min;
-}
-
 void Network::add_spike(ProcId from, ProcId to, Duration extra, Time until, std::uint32_t count) {
   spikes_.push_back({from, to, extra, until, count});
 }

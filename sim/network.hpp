@@ -7,32 +7,17 @@
 #include <utility>
 #include <vector>
 
+#include "sim/distribution.hpp"
 #include "sim/random.hpp"
 #include "sim/time.hpp"
 #include "sim/trace.hpp"
 
 namespace locksim {
 
-struct DelayDist {
-  enum class Kind : std::uint8_t { constant, uniform, exponential, long_tail };
-  Kind kind = Kind::constant;
-  Duration min{1ms};   ///< constant value, or lower bound
-  Duration max{1ms};   ///< upper bound (uniform), cap (exponential, long tail)
-  Duration mean{1ms};  ///< exponential mean / long-tail scale
-  double alpha = 1.5;  ///< long-tail (Pareto) shape
-
-  static DelayDist constant_of(Duration d) { return {Kind::constant, d, d, d, 1.5}; }
-  static DelayDist uniform_of(Duration lo, Duration hi) { return {Kind::uniform, lo, hi, lo, 1.5}; }
-  /// A delay drawn from this distribution (constant and uniform inline; the others out of line).
-  Duration sample(Rng& rng) const {
-    if (kind == Kind::constant) return min;
-    if (kind == Kind::uniform) return rng.uniform(min, max);
-    return sample_other(rng);
-  }
-
- private:
-  Duration sample_other(Rng& rng) const;
-};
+/// A message's delay: any distribution of durations (sim/distribution.hpp). Constant and uniform are sampled
+/// inline on the message path; the network's older kinds draw exactly what they always drew (long_tail is
+/// pareto, with `mean` as the Pareto scale).
+using DelayDist = Dist;
 
 /// Probabilities are integer parts per million: exact and portable.
 struct LinkOptions {

@@ -81,6 +81,9 @@ class Rng {
   bool chance(std::uint64_t num, std::uint64_t den);
   /// Uniform double in [0, 1) with 53 random bits.
   double unit();
+  /// Uniform double in (0, 1), never 0 nor 1: (2k + 1) / 2^53 for a uniform 52-bit k, so 1 - open_unit() is
+  /// exact too (for quantile functions that are infinite at both ends).
+  double open_unit() { return static_cast<double>(((next() >> 12) << 1) | 1) * 0x1.0p-53; }
   /// Exponentially distributed duration with the given mean, capped at cap.
   Duration exponential(Duration mean, Duration cap = kTimeMax);
   /// Pareto-distributed (long-tailed) duration: scale * U^(-1/alpha), capped at cap. alpha > 0.
