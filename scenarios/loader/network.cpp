@@ -1,11 +1,12 @@
-// The [network] table, its [[network.link]] overrides, and delay distributions.
+// The [network] table and its [[network.link]] overrides. A delay is any distribution (loader/dist.cpp).
+#include "scenarios/loader/dist.hpp"
 #include "scenarios/loader/loader_internal.hpp"
 
 namespace locksim::loading {
 
 namespace {
 constexpr FieldDoc kNetworkFields[] = {
-    {"delay", "duration or distribution table", "\"1ms\"", "one-way delay of every message"},
+    {"delay", "duration or distribution", "\"1ms\"", "one-way delay of every message (any distribution)"},
     {"loss", "probability", "0", "chance a message is lost"},
     {"duplicate", "probability", "0", "chance a message is delivered twice"},
     {"reorder", "probability", "0", "chance a message gets an extra uniform delay in [0, reorder_extra]"},
@@ -15,91 +16,23 @@ constexpr FieldDoc kNetworkFields[] = {
 constexpr FieldDoc kLinkFields[] = {
     {"from", "process name or \"*\"", "required", "the sender"},
     {"to", "process name or \"*\"", "required", "the receiver (not \"*\" when from is \"*\")"},
-    {"delay", "duration or distribution table", "[network] delay", "one-way delay on this link"},
+    {"delay", "duration or distribution", "[network] delay", "one-way delay on this link"},
     {"loss", "probability", "[network] loss", "chance a message is lost"},
     {"duplicate", "probability", "[network] duplicate", "chance a message is delivered twice"},
     {"reorder", "probability", "[network] reorder", "chance of an extra uniform delay"},
     {"reorder_extra", "duration", "[network] reorder_extra",
      "the largest extra delay of a reordered message"},
 };
-constexpr FieldDoc kDelayFields[] = {
-    {"kind", "\"constant\" | \"uniform\" | \"exponential\" | \"long_tail\"", "required", "the distribution"},
-    {"value", "duration", "", "constant: the value"},
-    {"min", "duration", "\"0\"",
-     "uniform, exponential, long_tail: the lower bound (an offset added to a draw)"},
-    {"max", "duration", "required", "uniform: the upper bound; exponential, long_tail: the cap"},
-    {"mean", "duration > 0", "", "exponential: the mean; long_tail: the Pareto scale"},
-    {"alpha", "number in (0, 100]", "1.5", "long_tail: the Pareto shape"},
-};
 }  // namespace
 
 std::vector<TableDoc> network_tables() {
   return {{"network", "[network]", kNetworkFields},
           {"network.link", "[[network.link]]: per-link overrides", kLinkFields},
-          {"delay", "a distribution table (network delays)", kDelayFields}};
+          distribution_table()};
 }
 
 DelayDist Loader::delay(const toml::node& n, const std::string& field) const {
-  if (n.is_string()) return DelayDist::constant_of(duration_node(n, field, Sign::non_negative));
-  if (!n.is_table()) {
-    fail(
-        line_of(n), field,
-        fmt::format(
-            "expected a duration (\"2ms\") or a table {{ kind = \"uniform\", min = ..., max = ... }}, got {}",
-            type_name(n)));
-  }
-  Tab t{n.as_table(), field, line_of(n)};
-  only_schema(t, "delay");
-  need(t, "kind", "kind = \"constant\" | \"uniform\" | \"exponential\" | \"long_tail\"");
-  using K = DelayDist::Kind;
-  const K kind = *enumeration<K>(t, "kind",
-                                 {{"constant", K::constant},
-                                  {"uniform", K::uniform},
-                                  {"exponential", K::exponential},
-                                  {"long_tail", K::long_tail}});
-  const std::map<K, std::vector<std::string>> applies = {
-      {K::constant, {"kind", "value"}},
-      {K::uniform, {"kind", "min", "max"}},
-      {K::exponential, {"kind", "min", "max", "mean"}},
-      {K::long_tail, {"kind", "min", "max", "mean", "alpha"}}};
-  const auto& ok = applies.at(kind);
-  for (const auto& [k, v] : *t.t) {
-    if (std::find(ok.begin(), ok.end(), k.str()) == ok.end()) {
-      fail(line_of(v), t.field(k.str()),
-           fmt::format("'{}' does not apply to a {} delay (it takes: {})", k.str(), *str(t, "kind"),
-                       join(ok)));
-    }
-  }
-  DelayDist d;
-  d.kind = kind;
-  if (kind == K::constant) {
-    need(t, "value", "value = \"2ms\"");
-    return DelayDist::constant_of(*duration(t, "value", Sign::non_negative));
-  }
-  d.min = duration(t, "min", Sign::non_negative).value_or(0ns);
-  need(t, "max", kind == K::uniform ? "max (upper bound)" : "max (the cap on one delay)");
-  d.max = *duration(t, "max", Sign::non_negative);
-  if (d.max < d.min)
-    fail_at(t, "max", fmt::format("max ({}) is below min ({})", format_time(d.max), format_time(d.min)));
-  if (kind == K::uniform) {
-    d.mean = d.min;
-    return d;
-  }
-  need(t, "mean", kind == K::exponential ? "mean (of the exponential part)" : "mean (the Pareto scale)");
-  d.mean = *duration(t, "mean", Sign::positive);
-  if (kind == K::long_tail) {
-    if (const toml::node* a = t.get("alpha")) {
-      if (!a->is_number())
-        fail(line_of(*a), t.field("alpha"), fmt::format("expected a number, got {}", type_name(*a)));
-      const double alpha = *a->value<double>();
-      if (!std::isfinite(alpha) || alpha <= 0 || alpha > 100) {
-        fail(line_of(*a), t.field("alpha"),
-             fmt::format("{} is out of range: the Pareto shape must be in (0, 100]", alpha));
-      }
-      d.alpha = alpha;
-    }
-  }
-  return d;
+  return parse_dist(n, field, file_);
 }
 
 void Loader::link_options(const Tab& t, LinkOptions& o) const {
