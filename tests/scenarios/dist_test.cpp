@@ -178,6 +178,7 @@ TEST(LoaderDist, ABadCsvNamesItsOwnFileAndLine) {
   };
   const Case cases[] = {
       {"12\n7\n12x\n", "unit = \"ms\"", 3, "'12x' has an unknown unit 'x'"},
+      {"1\n2\n3\n4\n\n# a comment\n7q\n", "unit = \"ms\"", 7, "'7q' has an unknown unit 'q'"},
       {"12\n-7\n", "unit = \"ms\"", 2, "'-7ms' must not be negative"},
       {"12\n400d\n", "unit = \"ms\"", 2, "'400d' is longer than a year"},
       {"12\n1.5e-3\n", "unit = \"s\"", 2, "'1.5e-3' is in exponent notation"},

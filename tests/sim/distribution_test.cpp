@@ -135,11 +135,16 @@ TEST(Distribution, NetworkKindsDrawExactlyWhatTheyAlwaysDrew) {
   const DelayDist u = DelayDist::uniform_of(2ms, 5ms);
   const DelayDist e{DelayDist::Kind::exponential, 1ms, 20ms, 2ms, 1.5};
   const DelayDist lt{DelayDist::Kind::long_tail, 1ms, 1s, 1ms, 1.2};
+  // Tight caps, so the cap (max - min: the cap is on the whole value) is hit often.
+  const DelayDist e_capped{DelayDist::Kind::exponential, 5ms, 8ms, 2ms, 1.5};
+  const DelayDist lt_capped{DelayDist::Kind::long_tail, 1ms, 3ms, 1ms, 1.2};
   Rng a(99), b(99);
   for (int i = 0; i < 2'000; ++i) {
     ASSERT_EQ(u.sample(a), b.uniform(2ms, 5ms));
     ASSERT_EQ(e.sample(a), 1ms + b.exponential(2ms, 19ms));
     ASSERT_EQ(lt.sample(a), 1ms + b.pareto(1ms, 1.2, 999ms));
+    ASSERT_EQ(e_capped.sample(a), 5ms + b.exponential(2ms, 3ms));
+    ASSERT_EQ(lt_capped.sample(a), 1ms + b.pareto(1ms, 1.2, 2ms));
   }
   EXPECT_TRUE(same_state(a, b));
 }
@@ -190,6 +195,10 @@ TEST(Distribution, ExponentialMeanMedianAndCap) {
   const Stats c = draw(capped);
   EXPECT_NEAR(c.fraction_at(400'000'000), std::exp(-2.0), 0.005);
   EXPECT_NEAR(c.mean / 1e6, ms(capped.mean_estimate().count()), 0.01 * 173);
+  // With an offset the cap is still on the whole value: min + X, at most max.
+  const Stats o = draw(Dist::exponential_of(200ms, 600ms, 200ms));
+  EXPECT_EQ(o.v.front() >= 200'000'000 && o.v.back() == 600'000'000, true);
+  EXPECT_NEAR(o.fraction_at(600'000'000), std::exp(-2.0), 0.005);
 }
 
 TEST(Distribution, LognormalMedianSigmaAndMean) {
