@@ -6,7 +6,8 @@ namespace locksim::loading {
 
 namespace {
 constexpr FieldDoc kNetworkFields[] = {
-    {"delay", "duration or distribution", "\"1ms\"", "one-way delay of every message (any distribution)"},
+    {"delay", "duration or distribution", "\"1ms\"",
+     "one-way delay of every message: a duration or any distribution (locksim explain distribution)"},
     {"loss", "probability", "0", "chance a message is lost"},
     {"duplicate", "probability", "0", "chance a message is delivered twice"},
     {"reorder", "probability", "0", "chance a message gets an extra uniform delay in [0, reorder_extra]"},
