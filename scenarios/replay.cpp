@@ -232,11 +232,12 @@ void fault_lines(std::string& s, const FaultSpec& f) {
   const std::string target = target_text(f);
   switch (x.kind) {
     case K::pause:
-      s += fmt::format("target = {}\nduration = {}\n", target, dur(x.duration));
+      s += fmt::format("target = {}\nduration = {}\n", target,
+                       x.duration_dist ? delay_text(*x.duration_dist) : dur(x.duration));
       break;
     case K::crash:
-      s +=
-          fmt::format("target = {}\nduration = {}\npower_loss = {}\n", target, dur(x.duration), x.power_loss);
+      s += fmt::format("target = {}\nduration = {}\npower_loss = {}\n", target,
+                       x.duration_dist ? delay_text(*x.duration_dist) : dur(x.duration), x.power_loss);
       break;
     case K::restart:
       s += fmt::format("target = {}\n", target);

@@ -292,7 +292,13 @@ void World::fire_planned(std::size_t i) {
 }
 
 void World::fire_resolved(std::size_t i, const Fault& f, const Resolution& r) {
-  if (r.fire) {
+  if (r.fire && f.duration_dist) {
+    FaultState& st = fault_state_[i];
+    if (!st.duration_rng) st.duration_rng = rng_.stream("fault-duration").stream(i);
+    Fault g = f;
+    g.duration = f.duration_dist->sample(*st.duration_rng);
+    fire(g, r.detail);
+  } else if (r.fire) {
     fire(f, r.detail);
   } else {
     record(TraceKind::fault, {}, {}, 0, std::string(to_string(f.kind)), fmt::format("skipped: {}", r.detail));

@@ -3,9 +3,11 @@
 /// logs `acquired`"), so a scenario tells the same story whatever the protocol's latency.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/distribution.hpp"
 #include "sim/random.hpp"
 #include "sim/time.hpp"
 #include "sim/trace.hpp"
@@ -96,6 +98,9 @@ struct Fault {
   /// without a target (partition, heal) ignore it.
   std::vector<ProcId> more_targets;
   Repeat repeat;
+  /// When set (pause, crash), every firing draws its `duration` from this, from the fault's own seeded stream
+  /// (a heavy-tailed GC pause); `duration` is then only the plan's description.
+  std::optional<Dist> duration_dist;
   /// When set, called at every firing to compute the targets (TargetCallback); the planned targets are then
   /// what the callback starts from.
   TargetCallback targets_at_fire;

@@ -400,7 +400,7 @@ class World {
     std::uint32_t hits = 0;   ///< trigger events matched so far
     std::uint32_t fired = 0;  ///< firings queued or done
     Time first{0};            ///< nominal time of the first firing
-    std::optional<Rng> jitter_rng, pick_rng;
+    std::optional<Rng> jitter_rng, pick_rng, duration_rng;
   };
   std::vector<FaultState> fault_state_;
   bool have_triggers_[4] = {false, false, false, false};

@@ -1,4 +1,5 @@
 // The [[fault]] tables: the fault plan and its triggers.
+#include "scenarios/loader/dist.hpp"
 #include "scenarios/loader/loader_internal.hpp"
 #include "scenarios/runner.hpp"
 
@@ -17,7 +18,7 @@ constexpr FieldDoc kFaultFields[] = {
      "any); a role (\"leader\", \"primary\", \"holder\", \"holder-servers\", \"any-server\", "
      "\"any-client\") is resolved each time the fault fires; an array hits each"},
     {"peer", "process name or \"*\"", "\"*\"", "delay_spike: the receiver"},
-    {"duration", "duration", "",
+    {"duration", "duration (pause, crash: or a distribution, drawn at every firing)", "",
      "pause: how long (> 0, required); crash: restart after it (\"0\" = stay down); clock_jump: how far "
      "(non-zero, negative = back); partition: heal after it (\"0\" = never); delay_spike: the window"},
     {"extra", "duration > 0", "", "delay_spike: the delay added to each matching message (required)"},
@@ -201,10 +202,24 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
   switch (kind) {
     case K::pause:
       need(f, "duration", "duration = \"15s\" (how long the process stops)");
-      spec.fault.duration = *duration(f, "duration", Sign::positive);
+      if (f.get("duration")->is_table()) {
+        DistRules rules;
+        rules.sign = DistRules::Sign::positive;
+        const Dist d = parse_dist(*f.get("duration"), f.field("duration"), file_, rules);
+        spec.fault.duration = d.upper_bound();
+        if (!d.is_constant()) spec.fault.duration_dist = d;
+      } else {
+        spec.fault.duration = *duration(f, "duration", Sign::positive);
+      }
       break;
     case K::crash:
-      spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
+      if (const toml::node* dn = f.get("duration"); dn && dn->is_table()) {
+        const Dist d = parse_dist(*dn, f.field("duration"), file_, {});
+        spec.fault.duration = d.upper_bound();
+        if (!d.is_constant()) spec.fault.duration_dist = d;
+      } else {
+        spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
+      }
       spec.fault.power_loss = boolean(f, "power_loss").value_or(false);
       break;
     case K::clock_jump:
