@@ -264,6 +264,21 @@ class Loader {
     fail_at(t, key, fmt::format("unknown value '{}'{}", *s, suggestion(*s, names, "one of")));
   }
 
+  /// An fsync policy by name ("never", "periodic", "always").
+  std::optional<FsyncPolicy> fsync_policy(const Tab& t, std::string_view key) const {
+    return enumeration<FsyncPolicy>(t, key,
+                                    {{"never", FsyncPolicy::never},
+                                     {"periodic", FsyncPolicy::periodic},
+                                     {"always", FsyncPolicy::always}});
+  }
+  /// A clock's `offset` and `drift_ppm` ([[clock]], and a [[node]]'s own clock).
+  ClockOptions clock_options(const Tab& t) const {
+    ClockOptions o;
+    if (auto v = duration(t, "offset", Sign::any)) o.offset = *v;
+    if (auto v = integer(t, "drift_ppm", -NodeClock::kMaxDriftPpm, NodeClock::kMaxDriftPpm)) o.drift_ppm = *v;
+    return o;
+  }
+
   // Sections -------------------------------------------------------------------------------------------
   void protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) const;
   DelayDist delay(const toml::node& n, const std::string& field) const;

@@ -64,10 +64,7 @@ void Loader::protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) co
   only_schema(t, "protocol");
   if (auto v = duration(t, "ttl", Sign::positive)) c.ttl = *v;
   if (auto v = integer(t, "nodes", 1, 99)) c.nodes = static_cast<std::uint32_t>(*v);
-  if (auto v = enumeration<FsyncPolicy>(t, "fsync",
-                                        {{"never", FsyncPolicy::never},
-                                         {"periodic", FsyncPolicy::periodic},
-                                         {"always", FsyncPolicy::always}})) {
+  if (auto v = fsync_policy(t, "fsync")) {
     c.fsync = *v;
   }
   if (auto v = boolean(t, "aof")) c.aof = *v;

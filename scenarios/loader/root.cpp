@@ -220,9 +220,7 @@ void Loader::clocks(const Tab& root, Scenario& s) const {
       fail_at(c, "node", fmt::format("the clock of '{}' is already set at line {}", spec.node, it->second));
     }
     clock_nodes.emplace(spec.node, c.line);
-    if (auto v = duration(c, "offset", Sign::any)) spec.clock.offset = *v;
-    if (auto v = integer(c, "drift_ppm", -NodeClock::kMaxDriftPpm, NodeClock::kMaxDriftPpm))
-      spec.clock.drift_ppm = *v;
+    spec.clock = clock_options(c);
     s.clocks.push_back(std::move(spec));
   }
   // [[node]]: one service node's own persistence, and its clock (the same as a [[clock]] table for it).
@@ -245,10 +243,7 @@ void Loader::clocks(const Tab& root, Scenario& s) const {
     nodes.emplace(name, n.line);
     NodeSettings ns;
     ns.aof = boolean(n, "aof");
-    ns.fsync = enumeration<FsyncPolicy>(n, "fsync",
-                                        {{"never", FsyncPolicy::never},
-                                         {"periodic", FsyncPolicy::periodic},
-                                         {"always", FsyncPolicy::always}});
+    ns.fsync = fsync_policy(n, "fsync");
     ns.fsync_period = duration(n, "fsync_period", Sign::positive);
     if (ns.fsync && *ns.fsync != FsyncPolicy::never && !ns.aof.value_or(s.config.aof))
       fail_at(n, "fsync", "fsync has no effect without persistence: add aof = true");
@@ -266,9 +261,7 @@ void Loader::clocks(const Tab& root, Scenario& s) const {
       clock_nodes.emplace(name, n.line);
       ClockSpec spec;
       spec.node = name;
-      if (auto v = duration(n, "offset", Sign::any)) spec.clock.offset = *v;
-      if (auto v = integer(n, "drift_ppm", -NodeClock::kMaxDriftPpm, NodeClock::kMaxDriftPpm))
-        spec.clock.drift_ppm = *v;
+      spec.clock = clock_options(n);
       s.clocks.push_back(std::move(spec));
     }
   }
