@@ -27,14 +27,14 @@ enum class Kind : int {
   // At a time, on a fixed member (or client).
   partition,     // the target (and in a group of 5 perhaps `other`) cut off from the rest; one way if flag
   crash,         // restarted after dur; power loss if flag
-  pause,         //
+  pause,         // paused for dur
   delay_spike,   // messages from the target delayed by dur / 4 for 500 ms
   clock_jump,    // the target's wall clock, an hour forward (flag) or back
   client_pause,  // a client paused for dur
   // At a time, on whoever leads then.
   crash_leader,    // restarted after dur; power loss if flag
   isolate_leader,  // cut off from the other members for dur, with `group` - 1 more members
-  pause_leader,    //
+  pause_leader,    // paused for dur
   // Aimed at a moment.
   crash_voter,            // the target as it answers its nth vote request; restarted after dur / 20
   cut_follower,           // a follower of the leader at that time, cut off from the other members for dur
