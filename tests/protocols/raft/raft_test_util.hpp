@@ -74,7 +74,7 @@ struct Recorder {
     std::uint64_t term = 0;
   };
   std::map<std::uint64_t, Committed> committed;  // index → entry
-  std::map<std::string, std::uint64_t> leading;  // node → the term it leads (until it steps down)
+  std::map<std::string, std::uint64_t> leading;  // node → the term it leads (until it steps down or restarts)
   std::map<std::string, Entry> last_applied;     // node → the entry it applied last
   /// Reference model of the lease service's leases and grant keys, fed the applied entries in index order.
   struct LeaseModel {
@@ -138,14 +138,13 @@ struct Recorder {
                             term, index, encode(c.entry), c.term, e ? encode(*e) : "none"));
       }
     };
+    o->on_start = [this](const std::string& node, std::uint64_t) { leading.erase(node); };
     o->on_step_down = [this](const std::string& node, std::uint64_t term) {
       step_downs.push_back({world->now(), node, term});
       leading.erase(node);
     };
     o->on_commit = [this](const std::string& node, std::uint64_t from, std::uint64_t to) {
       if (to < from) error(fmt::format("{} commit index moved back from {} to {}", node, from, to));
-      auto c = commit.find(node);
-      if (from == 0 && c != commit.end() && c->second > 0) leading.erase(node);  // it restarted
       commit[node] = to;
       // The first member to report an index committed is the leader that counted it: its term is the
       // entry's commit term.
@@ -170,9 +169,8 @@ struct Recorder {
       if (c != commit.end() && index <= c->second)
         error(fmt::format("{} removed entry {} ({}) at or below its commit index {}", node, index, encode(e),
                           c->second));
-      // Leader append-only. (A leader that crashed and came back in the same term cannot truncate either:
-      // only a leader of that term, itself, could send it entries.)
-      if (auto l = leading.find(node); l != leading.end() && l->second == stored_term(node))
+      // Leader append-only.
+      if (auto l = leading.find(node); l != leading.end())
         error(fmt::format("{} removed entry {} ({}) from its log while it leads term {}", node, index,
                           encode(e), l->second));
     };
