@@ -35,7 +35,7 @@ std::string_view to_string(Fault::Kind k) {
 // ---------------------------------------------------------------- faults and kernel actions
 
 void World::pause(ProcId id, Duration d) {
-  Process& p = *procs_[id.value];
+  Process& p = process_ref(id);  // a pause stops the whole process: every thread of it
   if (p.state == ProcState::crashed || p.state == ProcState::exited) return;
   const Time until = d >= kForever - now_ ? kTimeMax : now_ + d;
   if (p.paused && until <= p.pause_until) return;  // a shorter overlapping pause does not cut this one short
@@ -43,7 +43,13 @@ void World::pause(ProcId id, Duration d) {
   const std::uint64_t gen = ++p.pause_gen;
   if (!p.paused) {
     p.paused = true;
-    record(TraceKind::pause, id, {}, 0, {}, fmt::format("for={}", format_time(d)));
+    const std::string detail = fmt::format("for={}", format_time(d));
+    record(TraceKind::pause, p.id, {}, 0, {}, detail);
+    for (Process* t : p.threads) {
+      if (t->state == ProcState::crashed || t->state == ProcState::exited) continue;
+      t->paused = true;
+      record(TraceKind::pause, t->id, {}, 0, {}, detail);
+    }
   }
   if (until != kTimeMax) {
     push(until, [this, &p, gen] {
@@ -53,11 +59,21 @@ void World::pause(ProcId id, Duration d) {
 }
 
 void World::resume(ProcId id) {
-  Process& p = *procs_[id.value];
+  Process& p = process_ref(id);
   if (!p.paused) return;
   p.paused = false;
   ++p.pause_gen;
-  record(TraceKind::resume, id);
+  record(TraceKind::resume, p.id);
+  wake_after_pause(p);
+  for (Process* t : p.threads) {
+    if (!t->paused) continue;
+    t->paused = false;
+    record(TraceKind::resume, t->id);
+    wake_after_pause(*t);
+  }
+}
+
+void World::wake_after_pause(Process& p) {
   // Everything that came due during the pause (timers, wanted messages) was turned into one pending wake.
   if (p.pending_start) {
     p.pending_start = false;
@@ -74,26 +90,33 @@ void World::crash(ProcId id, bool power_loss) {
     push(now_, [this, id, power_loss] { crash(id, power_loss); });
     return;
   }
-  Process& p = *procs_[id.value];
+  Process& p = process_ref(id);  // a crash takes the whole process down, every thread of it
   if (p.state == ProcState::crashed || p.state == ProcState::exited) return;
-  record(TraceKind::crash, id, {}, 0, {}, power_loss ? "power loss" : "process");
+  const char* detail = power_loss ? "power loss" : "process";
+  record(TraceKind::crash, p.id, {}, 0, {}, detail);
   kill_fiber(p);
   p.fiber = boost::context::fiber{};
   if (!p.opts.daemon && live_ > 0) --live_;
   gate_ = 0;  // perhaps the last live process: run_until looks
   p.state = ProcState::crashed;
+  lose_volatile(p);
+  ++p.fsync_gen;
+  p.fsync_local = kTimeMax;
+  if (power_loss) p.storage.lose_unsynced();
+  if (!p.threads.empty()) end_threads(p, true, detail);
+}
+
+void World::lose_volatile(Process& p) {
   for (std::size_t i = 0; i < p.mailbox.size(); ++i) messages_.drop(p.mailbox[i]);
   p.mailbox.clear();
   p.paused = false;
   p.pending_wake = false;
   p.pending_start = false;
   p.waiting_receive = false;
+  p.waiting_notify = false;
   ++p.pause_gen;
   ++p.wait_gen;
-  ++p.fsync_gen;
-  p.fsync_local = kTimeMax;
   p.wait_local = kTimeMax;
-  if (power_loss) p.storage.lose_unsynced();
 }
 
 void World::restart(ProcId id) {
@@ -101,7 +124,7 @@ void World::restart(ProcId id) {
     push(now_, [this, id] { restart(id); });
     return;
   }
-  Process& p = *procs_[id.value];
+  Process& p = process_ref(id);  // only the main body runs again: threads are started by it, if at all
   if (p.state != ProcState::crashed) return;
   ++p.incarnation;
   p.first_msg = next_msg_;  // what was sent before now is for an earlier incarnation
@@ -113,17 +136,22 @@ void World::restart(ProcId id) {
   start_fiber(p);
 }
 
+// One clock per host: a process's threads keep copies of its clock, changed with it at the same instant (so
+// every copy reads the same), and their waits are armed again as the process's are.
 void World::clock_jump(ProcId id, Duration by) {
-  Process& p = *procs_[id.value];
+  Process& p = process_ref(id);
   p.clock.jump(now_, by);
-  record(TraceKind::clock, id, {}, 0, "jump", fmt::format("by={}", format_time(by)));
+  for (Process* t : p.threads) t->clock.jump(now_, by);
+  record(TraceKind::clock, p.id, {}, 0, "jump", fmt::format("by={}", format_time(by)));
 }
 
 void World::clock_drift(ProcId id, std::int64_t ppm) {
-  Process& p = *procs_[id.value];
+  Process& p = process_ref(id);
   p.clock.set_drift(now_, ppm);
-  record(TraceKind::clock, id, {}, 0, "drift", fmt::format("ppm={}", p.clock.drift_ppm()));
+  for (Process* t : p.threads) t->clock.set_drift(now_, ppm);
+  record(TraceKind::clock, p.id, {}, 0, "drift", fmt::format("ppm={}", p.clock.drift_ppm()));
   rearm_local_deadlines(p);
+  for (Process* t : p.threads) rearm_local_deadlines(*t);
 }
 
 void World::rearm_local_deadlines(Process& p) {
@@ -139,8 +167,9 @@ void World::rearm_local_deadlines(Process& p) {
 
 PartitionId World::partition(const std::vector<ProcId>& a, const std::vector<ProcId>& b, bool one_way) {
   std::vector<std::pair<ProcId, ProcId>> links;
-  for (ProcId x : a)
-    for (ProcId y : b) {
+  for (ProcId xa : a)
+    for (ProcId yb : b) {
+      const ProcId x = process_of(xa), y = process_of(yb);  // a thread's links are its process's
       if (x == y) continue;
       links.emplace_back(x, y);
       if (!one_way) links.emplace_back(y, x);
@@ -232,10 +261,14 @@ void World::schedule_firing(std::size_t i) {
   push(t, [this, i] { fire_planned(i); });
 }
 
-void World::match_triggers(Trigger::Kind kind, ProcId p, std::string_view label) {
+void World::match_triggers(Trigger::Kind kind, ProcId from, std::string_view label) {
+  // A trigger names a process: the notes, sends and receives of its threads are its own.
+  ProcId p{};
   for (std::size_t i = 0; i < faults_.size(); ++i) {
     const Trigger& t = faults_[i].when;
-    if (t.kind != kind || t.label != label || (t.proc.valid() && t.proc != p)) continue;
+    if (t.kind != kind || t.label != label) continue;
+    if (!p.valid()) p = process_of(from);
+    if (t.proc.valid() && t.proc != p) continue;
     if (++fault_state_[i].hits != t.nth) continue;
     const Fault& f = faults_[i];
     fault_state_[i].first = now_ + t.delay;
@@ -324,7 +357,7 @@ void World::fire_one(const Fault& f, ProcId target, std::string_view detail) {
       crash(target, f.power_loss);
       if (f.duration > 0ns) {
         // A planned restart keeps the process live, so the run does not end as "done" before it.
-        Process& p = *procs_[target.value];
+        Process& p = process_ref(target);
         if (p.state == ProcState::crashed && !p.restart_pending) {
           p.restart_pending = true;
           if (!p.opts.daemon) ++live_;

@@ -28,9 +28,20 @@ bool Network::heal(PartitionId id) {
   return true;
 }
 
+void Network::set_host(ProcId thread, ProcId process) {
+  if (host_.size() <= thread.value) {
+    const std::size_t old = host_.size();
+    host_.resize(thread.value + 1);
+    for (std::size_t i = old; i < host_.size(); ++i) host_[i] = static_cast<std::uint32_t>(i);
+  }
+  host_[thread.value] = process.value;
+}
+
 Fate Network::decide_general(ProcId from, ProcId to, Time now) {
+  from = host(from);
+  to = host(to);
   Fate fate;
-  if (blocked(from, to)) {
+  if (!blocked_.empty() && cut({from, to})) {
     fate.lost = true;
     fate.why = "partition";
     return fate;

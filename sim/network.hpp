@@ -73,7 +73,7 @@ class Network {
     partitions_.clear();
     blocked_.clear();
   }
-  bool blocked(ProcId from, ProcId to) const { return !blocked_.empty() && blocked_.count({from, to}) != 0; }
+  bool blocked(ProcId from, ProcId to) const { return !blocked_.empty() && cut({host(from), host(to)}); }
   /// Whether any link is cut (one test on the message path).
   bool any_cut() const { return !blocked_.empty(); }
 
@@ -81,6 +81,13 @@ class Network {
   void add_spike(ProcId from, ProcId to, Duration extra, Time until, std::uint32_t count);
 
   LinkOptions& link(ProcId from, ProcId to) { return opts_.links[{from, to}]; }
+
+  /// Thread `thread` sends and receives as process `process`: partitions, link settings and delay spikes
+  /// naming the process apply to the thread's messages (sim/threads.cpp). Looked at only off the fast path
+  /// (a cut, an override, a spike), so a world without threads pays nothing.
+  void set_host(ProcId thread, ProcId process);
+  /// The process whose links `p`'s messages take: p itself unless it is a thread.
+  ProcId host(ProcId p) const { return p.value < host_.size() ? ProcId{host_[p.value]} : p; }
   NetworkOptions& options() { return opts_; }
 
  private:
@@ -91,12 +98,14 @@ class Network {
     std::uint32_t remaining;  ///< messages left to delay (0 = unlimited until `until`)
   };
   Fate decide_general(ProcId from, ProcId to, Time now);
+  bool cut(std::pair<ProcId, ProcId> link) const { return blocked_.count(link) != 0; }
   NetworkOptions opts_;
   Rng rng_;
   std::map<PartitionId, std::vector<std::pair<ProcId, ProcId>>> partitions_;  ///< in force, by identity
   std::map<std::pair<ProcId, ProcId>, std::uint32_t> blocked_;  ///< cut links: how many partitions cut each
   PartitionId last_partition_ = 0;
   std::vector<Spike> spikes_;
+  std::vector<std::uint32_t> host_;  ///< by process index: whose links it takes (empty: no thread yet)
 };
 
 }  // namespace locksim

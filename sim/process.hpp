@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "sim/world.hpp"
 
@@ -124,6 +125,12 @@ class alignas(64) Process {
   Time fsync_local = kTimeMax;  // the monotonic reading the next periodic fsync waits for (kTimeMax: none)
   bool pending_start = false;   // start (or restart) came while paused
   bool in_arena = false;        // allocated in the world's StackArena (World::ProcessDelete)
+  bool waiting_notify = false;  // blocked in Context::wait_notified: Context::notify may end the wait
+
+  // Threads (sim/threads.cpp). A thread is a Process of its own (fiber, mailbox, trace name "host/name") that
+  // shares its host's fate; none of this is read on the message path.
+  Process* host = nullptr;        // the process this one is a thread of (nullptr: it is a process)
+  std::vector<Process*> threads;  // this process's threads, in the order they were first started
 };
 
 // ---------------------------------------------------------------- the message path, inline
@@ -157,12 +164,6 @@ inline Time Context::wall() const {
 }
 inline Rng& Context::rng() {
   return proc_.rng;
-}
-inline Storage& Context::storage() {
-  return proc_.storage;
-}
-inline std::uint32_t Context::incarnation() const {
-  return proc_.incarnation;
 }
 
 inline std::uint64_t Context::send(ProcId to, Message m) {

@@ -486,6 +486,13 @@ void World::process_ended(Process& p) {
   record(TraceKind::exit, p.id);
   if (!p.opts.daemon && live_ > 0) --live_;
   gate_ = 0;  // perhaps the last live process: run_until looks
+  if (!p.threads.empty()) [[unlikely]]
+    end_threads_later(p);
+}
+
+void World::end_threads_later(Process& p) {
+  // The main body returned: the process exits, and its threads with it (from scheduler context, at once).
+  push(now_, [this, &p] { end_threads(p, false, {}); });
 }
 
 void World::kill_fiber(Process& p) {
