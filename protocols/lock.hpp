@@ -88,6 +88,23 @@ class LockClient {
   virtual bool believes_valid(Context& ctx, const Grant& grant) { return ctx.now() < grant.valid_until; }
 };
 
+/// How the client library a protocol models renews a held lock in the background (in a thread of the client
+/// process: scenarios/workload.cpp runs it), and what its holder does when renewal fails. A scenario may
+/// override each field for one client (docs/scenario-format.md, `renew`).
+struct RenewalDefaults {
+  /// Renew this long after the grant and after each renewal that went through (0: not on a period).
+  Duration every{0};
+  /// Renew once no more than this remains of the client's own validity estimate (0: not by the estimate).
+  Duration before_expiry{0};
+  /// After a renewal that failed, try again this long later, while the estimate still holds.
+  Duration retry{0};
+  /// When renewal failed for good (the estimate ran out with no renewal through): the holder stops acting as
+  /// holder at its next step (true), or goes on, not told (false).
+  bool stop_on_failure = false;
+  /// Where these numbers come from (the library, its source file and setting), for docs and reports.
+  std::string source;
+};
+
 /// The names of the processes a protocol's service spawned (for fault plans and reports).
 struct ServiceInfo {
   std::vector<ProcId> servers;
@@ -106,8 +123,20 @@ class Protocol {
   virtual bool fenced() const { return false; }
   /// Spawn the service's processes. Servers record service-side grants in `history` (write only).
   virtual ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) = 0;
-  /// A client for one client process (called inside that process's fiber, before its first acquire).
+  /// A client for one client process (called inside that process's fiber, before its first acquire), or for
+  /// one thread of it (a renewal thread makes its own, on its own Context; LockClient::extend must work on a
+  /// grant another client of the same process acquired).
   virtual std::unique_ptr<LockClient> make_client(Context& ctx, const ProtocolConfig& cfg) = 0;
+  /// The background renewal of the library this protocol models. The default, for a protocol that names
+  /// none: renew every ttl / 3 (a third of the lease, as etcd and Redisson do), retry at the same period, go
+  /// on after a failure.
+  virtual RenewalDefaults renewal_defaults(const ProtocolConfig& cfg) const {
+    return {.every = cfg.ttl / 3,
+            .before_expiry = Duration{0},
+            .retry = cfg.ttl / 3,
+            .stop_on_failure = false,
+            .source = "locksim's default for a protocol that names none: every ttl/3"};
+  }
 };
 
 using ProtocolFactory = std::function<std::unique_ptr<Protocol>()>;

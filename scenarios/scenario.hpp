@@ -20,7 +20,50 @@ namespace locksim {
 enum class Verdict : std::uint8_t { safe, unsafe };
 std::string_view to_string(Verdict v);
 
-/// One client process and its workload: loop acquire → critical section (writes) → release.
+/// One step of a client program (docs/scenario-format.md, "Client programs"; scenarios/workload.cpp runs
+/// them and records the ground truth around each).
+struct ClientStep {
+  enum class Kind : std::uint8_t {
+    acquire,    ///< acquire the lock, retrying (retry_delay) until granted; past give_up_at the program ends
+    read,       ///< read the resource key; the next write of this hold writes what it read + 1
+    write,      ///< write the resource key: a fresh value, or the last read + 1 after a read
+    increment,  ///< read, then at once write the value + 1 (a read–modify–write)
+    work,       ///< work for `duration` while holding (skipped once the hold is lost)
+    check,      ///< check the lease still looks valid; if not, the hold is lost
+    extend,     ///< extend the lock; if refused, the hold is lost
+    release,    ///< release the lock
+    sleep,      ///< wait `duration`, holding or not (think time)
+    repeat,     ///< run `steps` `count` times
+    loop,       ///< run `steps` until true time `until` (kTimeMax: until the run ends)
+  };
+  Kind kind = Kind::acquire;
+  /// work, sleep: how long. A constant draws nothing from the client's random stream; a uniform range draws
+  /// one value per step. (Any distribution the network accepts fits here.)
+  DelayDist duration = DelayDist::constant_of(Duration{0});
+  std::uint64_t count = 0;  ///< repeat: iterations
+  Time until = kTimeMax;    ///< loop: no iteration begins at or after this true time
+  /// A note the client logs as the step begins, before it acts (empty: none), so a fault trigger can attach
+  /// to this step: after = { process = "client1", note = "<note>" }.
+  std::string note;
+  std::vector<ClientStep> steps;  ///< repeat, loop: the block
+  std::uint32_t line = 0;         ///< source line, for messages
+};
+
+std::string_view to_string(ClientStep::Kind k);
+
+/// Background renewal: a thread of the client process ("client1/renew") that renews the lock it holds, as
+/// etcd's session, Redisson's watchdog and node-redlock's using() do. Every unset field takes the protocol's
+/// RenewalDefaults (protocols/lock.hpp).
+struct RenewalSpec {
+  bool on = false;
+  std::optional<Duration> every;          ///< renew this long after the grant and each renewal
+  std::optional<Duration> before_expiry;  ///< renew once this little of the validity estimate remains
+  std::optional<Duration> retry;          ///< after a failed renewal, try again this long later
+  std::optional<bool> stop_on_failure;    ///< on_renew_failure = "stop" (true) or "continue" (false)
+};
+
+/// One client process and its workload: its program (`steps`), or the loop the flags below describe:
+/// acquire → for each write: [read] → [work] → [extend] → [check] → write → [release] → [think].
 struct ClientSpec {
   std::string name;
   Time start{0};                        ///< when the client process starts (true time)
@@ -34,6 +77,10 @@ struct ClientSpec {
   bool check_before_write = true;    ///< check the lease looks valid right before each write (careful code)
   bool extend_before_write = false;  ///< extend/keep the lease alive before each write (long-running job)
   bool release = true;               ///< release at the end of the critical section
+  /// The client's program. Empty: the program the flags above describe (default_program() in
+  /// scenarios/workload.hpp), which runs exactly as the fixed loop always did.
+  std::vector<ClientStep> steps;
+  RenewalSpec renewal;  ///< background renewal (off by default)
 };
 
 /// A node clock setting, by process name.

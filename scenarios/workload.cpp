@@ -2,14 +2,95 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
 #include "protocols/resource.hpp"
 
 namespace locksim {
 
+std::string_view to_string(ClientStep::Kind k) {
+  switch (k) {
+    case ClientStep::Kind::acquire:
+      return "acquire";
+    case ClientStep::Kind::read:
+      return "read";
+    case ClientStep::Kind::write:
+      return "write";
+    case ClientStep::Kind::increment:
+      return "increment";
+    case ClientStep::Kind::work:
+      return "work";
+    case ClientStep::Kind::check:
+      return "check";
+    case ClientStep::Kind::extend:
+      return "extend";
+    case ClientStep::Kind::release:
+      return "release";
+    case ClientStep::Kind::sleep:
+      return "sleep";
+    case ClientStep::Kind::repeat:
+      return "repeat";
+    case ClientStep::Kind::loop:
+      return "loop";
+  }
+  return "?";
+}
+
 namespace {
+
+using workload::Holding;
 
 std::string token_text(const std::optional<std::uint64_t>& t) {
   return t ? fmt::format("{}", *t) : "none";
+}
+
+ClientStep simple(ClientStep::Kind k) {
+  ClientStep s;
+  s.kind = k;
+  return s;
+}
+
+ClientStep timed(ClientStep::Kind k, Duration lo, Duration hi) {
+  ClientStep s = simple(k);
+  s.duration = DelayDist::uniform_of(lo, hi);  // as the fixed loop drew it: rng.uniform(lo, hi)
+  return s;
+}
+
+ClientStep block(ClientStep::Kind k, std::uint64_t count, std::vector<ClientStep> steps) {
+  ClientStep s = simple(k);
+  s.count = count;
+  s.steps = std::move(steps);
+  return s;
+}
+
+/// Whether running `steps` while not holding could do anything: a step that is not skipped then (acquire,
+/// release ends a lost hold, sleep), directly or in a block.
+bool acts_unheld(const std::vector<ClientStep>& steps) {
+  for (const ClientStep& s : steps) {
+    if (s.kind == ClientStep::Kind::acquire || s.kind == ClientStep::Kind::release ||
+        s.kind == ClientStep::Kind::sleep)
+      return true;
+    if (!s.note.empty()) return true;  // its note is logged all the same
+    if ((s.kind == ClientStep::Kind::repeat || s.kind == ClientStep::Kind::loop) && acts_unheld(s.steps))
+      return true;
+  }
+  return false;
+}
+
+bool holder_step(ClientStep::Kind k) {
+  switch (k) {
+    case ClientStep::Kind::read:
+    case ClientStep::Kind::write:
+    case ClientStep::Kind::increment:
+    case ClientStep::Kind::work:
+    case ClientStep::Kind::check:
+    case ClientStep::Kind::extend:
+      return true;
+    default:
+      return false;
+  }
 }
 
 /// Ends the belief interval of the grant in progress if the fiber unwinds (crash) or returns.
@@ -23,141 +104,504 @@ struct BeliefGuard {
   }
 };
 
+/// One client's run of its program in its main fiber, and the ground truth recorded around each step.
+///
+/// Skipping. A hold is *lost* when the client stops acting as holder (an extension refused, the lease found
+/// expired, a fenced read refused, renewal failed with on_renew_failure = "stop"): from then on the holder
+/// steps (read, write, increment, work, check, extend) are skipped, up to the hold's release (itself skipped:
+/// a lost lock is not released) or the next acquire. Without a hold, holder steps are skipped too. A read
+/// that timed out has no value to compute from: the steps after it are skipped through the next write or
+/// increment it would have fed. A block that could do nothing while the hold is lost is skipped at once; a
+/// `loop` iteration in which nothing happened (no event: every step skipped, or a check answered from the
+/// client's own clock) ends the loop, which would otherwise spin at one instant forever.
+class ClientRun {
+ public:
+  ClientRun(const WorkloadEnv& env, const ClientSpec& spec, Context& ctx)
+      : env_(env),
+        spec_(spec),
+        ctx_(ctx),
+        w_(*env.world),
+        h_(*env.history),
+        client_(env.protocol->make_client(ctx, *env.config)),
+        ttl_(env.config->ttl),
+        fenced_(env.protocol->fenced()),
+        held_(std::make_shared<Holding>()),
+        guard_{env.history, env.world, std::nullopt} {}
+
+  void run(const std::vector<ClientStep>& program) {
+    block(program);
+    guard_.grant.reset();  // the program ended (or gave up): a hold not released lasts until its validity
+  }
+
+ private:
+  enum class Flow : std::uint8_t { go, end };  // end: the program is over (gave up acquiring)
+
+  Flow block(const std::vector<ClientStep>& steps) {
+    for (const ClientStep& s : steps)
+      if (one(s) == Flow::end) return Flow::end;
+    return Flow::go;
+  }
+
+  bool holding() const { return held_->grant.has_value() && !lost_; }
+  Grant& grant() { return *held_->grant; }
+  Time true_time(Time local) const { return w_.clock(ctx_.self()).true_time_at(local); }
+  std::string valid_for() const { return format_seconds(held_->grant->valid_until - ctx_.now(), 3) + "s"; }
+
+  Flow one(const ClientStep& s) {
+    // node-redlock's routine checks its AbortSignal between statements: a renewal that failed for good stops
+    // the holder here, before its next step.
+    if (holding() && held_->renewal_failed && renewal_.stop_on_failure) {
+      ctx_.note("aborted", "renewal failed: not acting as holder any more");
+      lose("renewal failed");
+    }
+    if (!s.note.empty()) ctx_.note(s.note, std::string(to_string(s.kind)));
+    if (holder_step(s.kind) && (!holding() || (read_missed_ && s.kind != ClientStep::Kind::write &&
+                                               s.kind != ClientStep::Kind::increment))) {
+      return Flow::go;
+    }
+    switch (s.kind) {
+      case ClientStep::Kind::acquire:
+        return acquire();
+      case ClientStep::Kind::read:
+        read();
+        break;
+      case ClientStep::Kind::write:
+        write_slot(false);
+        break;
+      case ClientStep::Kind::increment:
+        write_slot(true);
+        break;
+      case ClientStep::Kind::work:
+      case ClientStep::Kind::sleep:
+        ctx_.sleep(s.duration.sample(ctx_.rng()));
+        break;
+      case ClientStep::Kind::check:
+        check();
+        break;
+      case ClientStep::Kind::extend:
+        extend();
+        break;
+      case ClientStep::Kind::release:
+        release();
+        break;
+      case ClientStep::Kind::repeat:
+        if (!holding() && !acts_unheld(s.steps)) break;
+        for (std::uint64_t i = 0; i < s.count; ++i)
+          if (block(s.steps) == Flow::end) return Flow::end;
+        break;
+      case ClientStep::Kind::loop:
+        if (!holding() && !acts_unheld(s.steps)) break;
+        while (s.until == kTimeMax || w_.now() < s.until) {
+          const std::uint64_t before = w_.events_processed();
+          if (block(s.steps) == Flow::end) return Flow::end;
+          if (w_.events_processed() == before) break;  // nothing happened: it would spin at one instant
+        }
+        break;
+    }
+    return Flow::go;
+  }
+
+  Flow acquire() {
+    for (;;) {
+      if (w_.now() >= env_.give_up_at) {
+        ctx_.note("gave-up");
+        return Flow::end;
+      }
+      const Time requested = w_.now();
+      ctx_.note("acquire", fmt::format("key={}", env_.lock_key));
+      std::optional<Grant> g = client_->acquire(ctx_, env_.lock_key, ttl_);
+      if (!g) {
+        ctx_.note("acquire-failed");
+        ctx_.sleep(spec_.retry_delay);
+        continue;
+      }
+      ++holds_;
+      writes_ = 0;
+      lost_ = read_missed_ = false;
+      read_.reset();
+      checked_.reset();
+      GrantRecord rec;
+      rec.client = ctx_.name();
+      rec.key = env_.lock_key;
+      rec.value = g->value;
+      rec.token = g->token;
+      rec.requested = requested;
+      rec.granted = w_.now();
+      rec.believed_valid_until = true_time(g->valid_until);
+      const std::uint64_t gid = h_.add_grant(rec);
+      guard_.grant = gid;  // a hold this one replaces (not released) lasts until its own validity runs out
+      Holding& h = *held_;
+      h.grant = std::move(g);
+      h.gid = gid;
+      ++h.generation;
+      h.renewed_at = ctx_.now();
+      h.retry_at = kTimeMax;
+      h.renewal_failed = false;
+      ctx_.note("acquired", fmt::format("token={} valid_for={}", token_text(grant().token), valid_for()));
+      if (spec_.renewal.on) start_renewal();
+      return Flow::go;
+    }
+  }
+
+  void start_renewal() {
+    if (!renewer_.valid()) {
+      renewal_ = renewal_plan(spec_.renewal, env_.protocol->renewal_defaults(*env_.config));
+      renewer_ = ctx_.spawn_thread("renew", workload::renewal_body(env_, held_, renewal_));
+    } else {
+      ctx_.notify(renewer_);  // a new hold: the thread waits for one, or for the last one's schedule
+    }
+  }
+
+  /// The hold is over as far as the client is concerned: it stops acting as holder now.
+  void lose(const char* reason) {
+    h_.end_belief(held_->gid, w_.now(), reason);
+    lost_ = true;
+    guard_.grant.reset();
+  }
+
+  void read() {
+    ReadRecord rr;
+    rr.client = ctx_.name();
+    rr.grant = held_->gid;
+    rr.key = env_.resource_key;
+    rr.token = fenced_ ? grant().token : std::nullopt;
+    rr.sent = w_.now();
+    const std::uint64_t read_id = h_.add_read(rr);
+    const ReadRequest rq{env_.resource_key, rr.token, read_id};
+    auto rep = ctx_.call(env_.resource, Message::of(kReadType, rq), 5s);
+    if (!rep) {
+      ctx_.note("read-timeout");
+      read_missed_ = true;
+      return;
+    }
+    const auto* r = rep->as<ReadReply>();
+    if (r && r->rejected) {
+      ctx_.note("read-rejected", r->reason);
+      lose("fenced out");
+      return;
+    }
+    if (r) {
+      h_.reads[read_id].answered = true;
+      h_.reads[read_id].observed = r->value.value_or("");
+    }
+    std::int64_t v = 0;
+    if (r && r->value) v = std::stoll(*r->value);
+    read_ = ReadResult{read_id, v};
+  }
+
+  /// A write or an increment: one of the hold's write slots (a slot whose read timed out is skipped, but
+  /// counts, as the fixed loop's iterations did).
+  void write_slot(bool increment) {
+    const std::uint32_t slot = writes_++;
+    if (read_missed_) {
+      read_missed_ = false;  // this is the write the missing read would have fed
+      return;
+    }
+    if (increment) {
+      read();
+      if (read_missed_) {
+        read_missed_ = false;
+        return;
+      }
+      if (!holding()) return;
+    }
+    write(slot);
+  }
+
+  void write(std::uint32_t slot) {
+    // The last check of this hold, else now: taken before the note (a pause the note triggers falls after).
+    const Time checked = checked_.value_or(w_.now());
+    const std::optional<ReadResult> rd = std::exchange(read_, std::nullopt);
+    WriteRecord wr;
+    wr.client = ctx_.name();
+    wr.grant = held_->gid;
+    wr.key = env_.resource_key;
+    wr.value = rd ? fmt::format("{}", rd->value + 1) : fmt::format("{}#{}.{}", ctx_.name(), holds_, slot);
+    wr.token = fenced_ ? grant().token : std::nullopt;
+    wr.sent = w_.now();
+    wr.checked = checked;
+    wr.read_modify_write = rd.has_value();
+    wr.read = rd ? rd->id : kNoId;
+    if (rd) wr.read_value = rd->value;
+    const std::uint64_t wid = h_.add_write(wr);
+    ctx_.note("write", fmt::format("value={} token={}", wr.value, token_text(wr.token)));
+    // A pause the note triggered has happened by now: the write leaves the client after it.
+    h_.writes[wid].sent = w_.now();
+    auto rep = ctx_.call(env_.resource,
+                         Message::of(kWriteType, WriteRequest{env_.resource_key, wr.value, wr.token, wid},
+                                     fmt::format("token={}", token_text(wr.token))),
+                         5s);
+    if (rep) {
+      const auto* r = rep->as<WriteReply>();
+      h_.writes[wid].acknowledged = r && r->accepted;
+      ctx_.note(r && r->accepted ? "write-accepted" : "write-rejected", r ? r->reason : "");
+    } else {
+      ctx_.note("write-timeout");
+    }
+  }
+
+  void check() {
+    checked_ = w_.now();
+    if (!client_->believes_valid(ctx_, grant())) {
+      ctx_.note("expired", "lease no longer valid before write; not writing");
+      lose("expired");
+      return;
+    }
+    ctx_.note("lease-check", fmt::format("ok, valid_for={}", valid_for()));
+  }
+
+  void extend() {
+    if (!client_->extend(ctx_, grant(), ttl_)) {
+      ctx_.note("extend-failed");
+      lose("extend failed");
+      return;
+    }
+    ctx_.note("extended", fmt::format("valid_for={}", valid_for()));
+    h_.grants[held_->gid].believed_valid_until = true_time(grant().valid_until);
+    held_->renewed_at = ctx_.now();  // the renewal thread's schedule starts again from here
+    held_->retry_at = kTimeMax;
+    if (held_->renewal_failed && renewer_.valid()) {
+      held_->renewal_failed = false;
+      ctx_.notify(renewer_);
+    }
+  }
+
+  void release() {
+    if (!held_->grant) return;
+    Holding& h = *held_;
+    const Grant g = std::move(*h.grant);
+    h.grant.reset();
+    ++h.generation;  // a renewal in flight is ignored from here on
+    if (lost_) {     // a lost lock is not released
+      lost_ = false;
+      return;
+    }
+    // The client stops acting as holder when it decides to release, before the unlock goes out: the service
+    // may grant the lock to the next client as soon as the unlock arrives.
+    h_.end_belief(h.gid, w_.now(), "released");
+    guard_.grant.reset();
+    client_->release(ctx_, g);
+    ctx_.note("released");
+  }
+
+  struct ReadResult {
+    std::uint64_t id = kNoId;
+    std::int64_t value = 0;
+  };
+
+  const WorkloadEnv& env_;
+  const ClientSpec& spec_;
+  Context& ctx_;
+  World& w_;
+  History& h_;
+  std::unique_ptr<LockClient> client_;
+  const Duration ttl_;
+  const bool fenced_;
+  std::shared_ptr<Holding> held_;
+  BeliefGuard guard_;
+  std::uint32_t holds_ = 0;         ///< successful acquisitions so far
+  std::uint32_t writes_ = 0;        ///< write slots reached in the current hold
+  bool lost_ = false;               ///< the current hold is lost (skip to its release)
+  bool read_missed_ = false;        ///< the last read timed out: skip through the next write
+  std::optional<ReadResult> read_;  ///< the read the next write of this hold computes from
+  std::optional<Time> checked_;     ///< the last check of the current hold
+  ProcId renewer_{};                ///< the renewal thread, once started
+  RenewalDefaults renewal_;         ///< its plan
+};
+
 }  // namespace
 
-Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
-  return [env, spec](Context& ctx) {
+std::vector<ClientStep> default_program(const ClientSpec& spec) {
+  std::vector<ClientStep> per_write;
+  if (spec.read_modify_write) per_write.push_back(simple(ClientStep::Kind::read));
+  if (spec.work_max > 0ns) per_write.push_back(timed(ClientStep::Kind::work, spec.work_min, spec.work_max));
+  if (spec.extend_before_write) per_write.push_back(simple(ClientStep::Kind::extend));
+  if (spec.check_before_write) per_write.push_back(simple(ClientStep::Kind::check));
+  per_write.push_back(simple(ClientStep::Kind::write));
+  std::vector<ClientStep> hold;
+  hold.push_back(simple(ClientStep::Kind::acquire));
+  hold.push_back(block(ClientStep::Kind::repeat, spec.writes_per_hold, std::move(per_write)));
+  if (spec.release) hold.push_back(simple(ClientStep::Kind::release));
+  if (spec.think_max > 0ns) hold.push_back(timed(ClientStep::Kind::sleep, spec.think_min, spec.think_max));
+  return {block(ClientStep::Kind::repeat, spec.acquisitions, std::move(hold))};
+}
+
+std::vector<ClientStep> program_of(const ClientSpec& spec) {
+  return spec.steps.empty() ? default_program(spec) : spec.steps;
+}
+
+namespace {
+
+/// "No bound" in the arithmetic of most_notes.
+constexpr std::uint64_t kUnbounded = ~std::uint64_t{0};
+
+std::uint64_t times(std::uint64_t a, std::uint64_t b) {
+  if (a == 0 || b == 0) return 0;
+  if (a == kUnbounded || b == kUnbounded || a > kUnbounded / b) return kUnbounded;
+  return a * b;
+}
+std::uint64_t plus(std::uint64_t a, std::uint64_t b) {
+  return a > kUnbounded - b ? kUnbounded : a + b;
+}
+
+bool names_note(const ClientStep& s, std::string_view label) {
+  if (s.note == label) return true;
+  for (const ClientStep& c : s.steps)
+    if (names_note(c, label)) return true;
+  return false;
+}
+
+/// The notes one run of step `s` logs at most, of label `label`.
+std::uint64_t most_in(const ClientStep& s, std::string_view label) {
+  std::uint64_t n = s.note == label ? 1 : 0;
+  auto is = [&](std::initializer_list<std::string_view> ls) {
+    for (auto l : ls)
+      if (l == label) return true;
+    return false;
+  };
+  switch (s.kind) {
+    case ClientStep::Kind::acquire:
+      if (is({"acquire", "acquire-failed"})) return kUnbounded;  // its retries
+      if (is({"acquired", "gave-up"})) n = plus(n, 1);
+      break;
+    case ClientStep::Kind::read:
+      if (is({"read-timeout", "read-rejected"})) n = plus(n, 1);
+      break;
+    case ClientStep::Kind::write:
+      if (is({"write", "write-accepted", "write-rejected", "write-timeout"})) n = plus(n, 1);
+      break;
+    case ClientStep::Kind::increment:
+      if (is({"read-timeout", "read-rejected", "write", "write-accepted", "write-rejected", "write-timeout"}))
+        n = plus(n, 1);
+      break;
+    case ClientStep::Kind::check:
+      if (is({"lease-check", "expired"})) n = plus(n, 1);
+      break;
+    case ClientStep::Kind::extend:
+      if (is({"extended", "extend-failed"})) n = plus(n, 1);
+      break;
+    case ClientStep::Kind::release:
+      if (is({"released"})) n = plus(n, 1);
+      break;
+    case ClientStep::Kind::work:
+    case ClientStep::Kind::sleep:
+      break;
+    case ClientStep::Kind::repeat: {
+      std::uint64_t body = 0;
+      for (const ClientStep& c : s.steps) body = plus(body, most_in(c, label));
+      n = plus(n, times(s.count, body));
+    } break;
+    case ClientStep::Kind::loop: {
+      std::uint64_t body = 0;
+      for (const ClientStep& c : s.steps) body = plus(body, most_in(c, label));
+      n = plus(n, times(kUnbounded, body));
+    } break;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> most_notes(const ClientSpec& spec, std::string_view label) {
+  // The renewal thread's notes: as long as the run lasts, or never without renewal.
+  if (label == "renewed" || label == "renew-failed" || label == "renewal-lost")
+    return spec.renewal.on ? std::nullopt : std::optional<std::uint64_t>(0);
+  if (label == "aborted") return spec.renewal.on ? most_notes(spec, "acquired") : 0;  // once a hold at most
+  static constexpr std::string_view kSteps[] = {
+      "acquire",       "acquire-failed", "acquired",       "gave-up",        "read-timeout",
+      "read-rejected", "write",          "write-accepted", "write-rejected", "write-timeout",
+      "lease-check",   "expired",        "extended",       "extend-failed",  "released"};
+  bool ours = std::find(std::begin(kSteps), std::end(kSteps), label) != std::end(kSteps);
+  for (const ClientStep& s : program_of(spec)) ours = ours || names_note(s, label);
+  if (!ours) return std::nullopt;  // a protocol's note (acquire-sent...): no bound known here
+  std::uint64_t n = 0;
+  for (const ClientStep& s : program_of(spec)) n = plus(n, most_in(s, label));
+  if (n == kUnbounded) return std::nullopt;
+  return n;
+}
+
+RenewalDefaults renewal_plan(const RenewalSpec& spec, const RenewalDefaults& defaults) {
+  RenewalDefaults plan = defaults;
+  if (spec.every || spec.before_expiry) {  // a schedule of the client's own replaces the library's
+    plan.every = spec.every.value_or(Duration{0});
+    plan.before_expiry = spec.before_expiry.value_or(Duration{0});
+  }
+  if (spec.retry) plan.retry = *spec.retry;
+  if (spec.stop_on_failure) plan.stop_on_failure = *spec.stop_on_failure;
+  return plan;
+}
+
+namespace workload {
+
+/// The renewal thread: a fiber of the client process with a LockClient of its own (a protocol's client keeps
+/// per-call state, such as the reply it is reading, that two fibers must not share), renewing whatever the
+/// main fiber holds. Its schedule: `every` after the grant and after each renewal that went through, and/or
+/// when `before_expiry` remains of the client's validity estimate; after a failed renewal, `retry` later.
+/// Once the estimate has run out with no renewal through, renewal has failed for good for this hold (etcd's
+/// keep-alive channel closes at its deadline; node-redlock refuses to extend an expired lock): the thread
+/// says so (renewal-lost), sends nothing more for it, and waits for the next hold; the main fiber acts on it
+/// per on_renew_failure. (Redisson's watchdog keeps no estimate and would still send its PEXPIRE, which
+/// finds the key expired on the server unless the client resumed within a delivery delay of the expiry.)
+/// A pause of the process stops this thread too: that is the point.
+///
+/// Ground truth: a renewal that went through moves the grant's believed_valid_until to the new estimate
+/// (written here, by the workload: the protocol's client only returns its estimate). One that returns after
+/// the main fiber released or acquired again (the generation moved on) changes nothing.
+Body renewal_body(const WorkloadEnv& env, std::shared_ptr<Holding> held, RenewalDefaults plan) {
+  return [env, held = std::move(held), plan](Context& ctx) {
     World& w = *env.world;
     History& h = *env.history;
     auto client = env.protocol->make_client(ctx, *env.config);
     const Duration ttl = env.config->ttl;
-    const bool fenced = env.protocol->fenced();
-    std::uint32_t done = 0;
-    BeliefGuard guard{&h, &w, std::nullopt};
-    while (done < spec.acquisitions) {
-      if (w.now() >= env.give_up_at) {
-        ctx.note("gave-up");
-        return;
-      }
-      const Time requested = w.now();
-      ctx.note("acquire", fmt::format("key={}", env.lock_key));
-      std::optional<Grant> grant = client->acquire(ctx, env.lock_key, ttl);
-      if (!grant) {
-        ctx.note("acquire-failed");
-        ctx.sleep(spec.retry_delay);
+    for (;;) {
+      Holding& st = *held;
+      if (!st.grant || st.renewal_failed) {
+        ctx.wait_notified(kForever);  // until the main fiber holds a lock again
         continue;
       }
-      ++done;
-      GrantRecord rec;
-      rec.client = ctx.name();
-      rec.key = env.lock_key;
-      rec.value = grant->value;
-      rec.token = grant->token;
-      rec.requested = requested;
-      rec.granted = w.now();
-      rec.believed_valid_until = w.clock(ctx.self()).true_time_at(grant->valid_until);
-      const std::uint64_t gid = h.add_grant(rec);
-      guard.grant = gid;
-      ctx.note("acquired", fmt::format("token={} valid_for={}", token_text(grant->token),
-                                       format_seconds(grant->valid_until - ctx.now(), 3) + "s"));
-
-      bool lost = false;
-      for (std::uint32_t i = 0; i < spec.writes_per_hold && !lost; ++i) {
-        std::optional<std::int64_t> read_value;
-        std::uint64_t read_id = kNoId;
-        if (spec.read_modify_write) {
-          ReadRecord rr;
-          rr.client = ctx.name();
-          rr.grant = gid;
-          rr.key = env.resource_key;
-          rr.token = fenced ? grant->token : std::nullopt;
-          rr.sent = w.now();
-          read_id = h.add_read(rr);
-          const ReadRequest rq{env.resource_key, rr.token, read_id};
-          auto rep = ctx.call(env.resource, Message::of(kReadType, rq), 5s);
-          std::int64_t v = 0;
-          if (!rep) {
-            ctx.note("read-timeout");
-            continue;
-          }
-          const auto* r = rep->as<ReadReply>();
-          if (r && r->rejected) {
-            ctx.note("read-rejected", r->reason);
-            h.end_belief(gid, w.now(), "fenced out");
-            lost = true;
-            break;
-          }
-          if (r) {
-            h.reads[read_id].answered = true;
-            h.reads[read_id].observed = r->value.value_or("");
-          }
-          if (r && r->value) v = std::stoll(*r->value);
-          read_value = v;
-        }
-        if (spec.work_max > 0ns) ctx.sleep(ctx.rng().uniform(spec.work_min, spec.work_max));
-        if (spec.extend_before_write) {
-          if (!client->extend(ctx, *grant, ttl)) {
-            ctx.note("extend-failed");
-            h.end_belief(gid, w.now(), "extend failed");
-            lost = true;
-            break;
-          }
-          ctx.note("extended",
-                   fmt::format("valid_for={}", format_seconds(grant->valid_until - ctx.now(), 3) + "s"));
-          h.grants[gid].believed_valid_until = w.clock(ctx.self()).true_time_at(grant->valid_until);
-        }
-        Time checked = w.now();  // taken before the note: a pause triggered by the note falls after the check
-        if (spec.check_before_write) {
-          checked = w.now();
-          if (!client->believes_valid(ctx, *grant)) {
-            ctx.note("expired", "lease no longer valid before write; not writing");
-            h.end_belief(gid, w.now(), "expired");
-            lost = true;
-            break;
-          }
-          ctx.note("lease-check",
-                   fmt::format("ok, valid_for={}", format_seconds(grant->valid_until - ctx.now(), 3) + "s"));
-        }
-        WriteRecord wr;
-        wr.client = ctx.name();
-        wr.grant = gid;
-        wr.key = env.resource_key;
-        wr.value =
-            read_value ? fmt::format("{}", *read_value + 1) : fmt::format("{}#{}.{}", ctx.name(), done, i);
-        wr.token = fenced ? grant->token : std::nullopt;
-        wr.sent = w.now();
-        wr.checked = checked;
-        wr.read_modify_write = spec.read_modify_write;
-        wr.read = read_id;
-        wr.read_value = read_value;
-        const std::uint64_t wid = h.add_write(wr);
-        ctx.note("write", fmt::format("value={} token={}", wr.value, token_text(wr.token)));
-        // A pause the note triggered has happened by now: the write leaves the client after it.
-        h.writes[wid].sent = w.now();
-        auto rep = ctx.call(env.resource,
-                            Message::of(kWriteType, WriteRequest{env.resource_key, wr.value, wr.token, wid},
-                                        fmt::format("token={}", token_text(wr.token))),
-                            5s);
-        if (rep) {
-          const auto* r = rep->as<WriteReply>();
-          h.writes[wid].acknowledged = r && r->accepted;
-          ctx.note(r && r->accepted ? "write-accepted" : "write-rejected", r ? r->reason : "");
-        } else {
-          ctx.note("write-timeout");
-        }
+      Time due = kTimeMax;
+      if (st.retry_at != kTimeMax) {
+        due = st.retry_at;
+      } else {
+        if (plan.every > 0ns) due = std::min(due, st.renewed_at + plan.every);
+        if (plan.before_expiry > 0ns) due = std::min(due, st.grant->valid_until - plan.before_expiry);
       }
-      if (!lost) {
-        if (spec.release) {
-          // The client stops acting as holder when it decides to release, before the unlock goes out: the
-          // service may grant the lock to the next client as soon as the unlock arrives.
-          h.end_belief(gid, w.now(), "released");
-          client->release(ctx, *grant);
-          ctx.note("released");
-        }  // without a release the belief lasts until the client's own validity runs out
+      if (ctx.now() < due) {
+        ctx.wait_notified(due == kTimeMax ? kForever : due - ctx.now());
+        continue;  // the time came, or a new hold did: look again
       }
-      guard.grant.reset();
-      if (spec.think_max > 0ns) ctx.sleep(ctx.rng().uniform(spec.think_min, spec.think_max));
+      if (ctx.now() >= st.grant->valid_until) {  // it woke too late (a pause): nothing left to renew
+        st.renewal_failed = true;
+        ctx.note("renewal-lost", "the validity estimate ran out before the renewal was due");
+        continue;
+      }
+      const std::uint64_t generation = st.generation;
+      Grant g = *st.grant;
+      const bool ok = client->extend(ctx, g, ttl);
+      if (held->generation != generation || !held->grant) continue;  // released or replaced meanwhile
+      if (ok) {
+        held->grant->valid_until = g.valid_until;
+        held->renewed_at = ctx.now();
+        held->retry_at = kTimeMax;
+        h.grants[held->gid].believed_valid_until = w.clock(ctx.self()).true_time_at(g.valid_until);
+        ctx.note("renewed", fmt::format("valid_for={}s", format_seconds(g.valid_until - ctx.now(), 3)));
+      } else if (ctx.now() < held->grant->valid_until) {
+        held->retry_at = ctx.now() + plan.retry;
+        ctx.note("renew-failed", "will retry");
+      } else {
+        held->renewal_failed = true;
+        ctx.note("renewal-lost", "the validity estimate ran out with no renewal through");
+      }
     }
+  };
+}
+
+}  // namespace workload
+
+Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {
+  return [env, spec, program = program_of(spec)](Context& ctx) {
+    ClientRun run(env, spec, ctx);
+    run.run(program);
   };
 }
 

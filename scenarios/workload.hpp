@@ -1,7 +1,16 @@
 #pragma once
 /// The workload a client process runs, and the ground-truth recording around it. This is oracle-side code: it
 /// may see the world (true time) and the history; the protocol's LockClient it drives may not.
+///
+/// A client runs its program (ClientSpec::steps, or the program its flags describe), step by step, in its
+/// main fiber; with renewal on, a thread of the client process ("client1/renew") renews the lock it holds in
+/// the background (scenarios/workload_renewal.cpp), with a LockClient of its own. Both record into the
+/// history through this code, never through the protocol.
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "protocols/history.hpp"
 #include "protocols/lock.hpp"
@@ -20,7 +29,43 @@ struct WorkloadEnv {
   Time give_up_at{0};
 };
 
+/// The program the flags of `spec` describe, the loop every client ran before programs existed:
+/// repeat `acquisitions` × { acquire; repeat `writes_per_hold` × { [read] [work] [extend] [check] write };
+/// [release]; [sleep think] }, each bracketed step present only when its flag asks for it (no work step for
+/// work_max = 0: a zero sleep would still yield to other processes). It runs exactly as that loop did: the
+/// same notes, draws, messages and records.
+std::vector<ClientStep> default_program(const ClientSpec& spec);
+
+/// spec.steps, or default_program(spec) when it has none.
+std::vector<ClientStep> program_of(const ClientSpec& spec);
+
+/// The most times one run of `spec`'s client can log note `label`, one of the workload's notes or a step's
+/// own (nothing: no bound, e.g. inside a `loop`, an acquire's retries, the renewal thread's notes, or a note
+/// only a protocol logs). 0 when it never can. For the loader's check that a note trigger can fire.
+std::optional<std::uint64_t> most_notes(const ClientSpec& spec, std::string_view label);
+
+/// The renewal a client runs: the protocol's RenewalDefaults with the client's overrides applied.
+RenewalDefaults renewal_plan(const RenewalSpec& spec, const RenewalDefaults& defaults);
+
 /// The body of a client process running `spec` against the protocol in `env`.
 Body client_body(const WorkloadEnv& env, const ClientSpec& spec);
 
+namespace workload {
+
+/// What a client's main fiber and its renewal thread share (fibers of one process: they never run at once,
+/// so nothing needs a lock). Owned by both (a crash unwinds the main fiber before the thread dies).
+struct Holding {
+  std::optional<Grant> grant;  ///< the lock held now, as the client sees it (nothing: none)
+  std::uint64_t gid = kNoId;   ///< its GrantRecord
+  /// Bumped at every acquire and release: a renewal that began under an older hold is ignored.
+  std::uint64_t generation = 0;
+  Time renewed_at{};         ///< client clock: when the grant was obtained or last renewed
+  Time retry_at = kTimeMax;  ///< client clock: the next attempt after a failed renewal (kTimeMax: none due)
+  bool renewal_failed = false;  ///< renewal gave up on this hold (its estimate ran out)
+};
+
+/// The renewal thread's body: renews `h`'s grant per `plan` until the process ends.
+Body renewal_body(const WorkloadEnv& env, std::shared_ptr<Holding> h, RenewalDefaults plan);
+
+}  // namespace workload
 }  // namespace locksim

@@ -140,10 +140,23 @@ std::optional<Grant> LeaseClient::acquire(Context& ctx, const std::string& key, 
   return std::nullopt;
 }
 
-bool LeaseClient::extend(Context& ctx, Grant& grant, Duration /*ttl*/) {
+void LeaseClient::adopt_renewal(LeaseState& st, const Grant& grant) const {
+  // Another client of this process (a renewal thread's) kept the lease alive: the grant says until when, as
+  // etcd's one lessor per client keeps one deadline per lease for every goroutine. Without a second client
+  // the grant never runs ahead of this state (acquire and extend copy it there), so nothing changes.
+  if (grant.valid_until <= st.valid_until) return;
+  st.valid_until = grant.valid_until;
+  const Duration interval = keepalive_interval_ > 0ns ? keepalive_interval_ : st.ttl / 3;
+  st.keepalive_due = std::max(st.keepalive_due, grant.valid_until - st.ttl + interval);
+}
+
+bool LeaseClient::extend(Context& ctx, Grant& grant, Duration ttl) {
   auto it = leases_.find(grant.lease_id);
-  if (it == leases_.end()) return false;
-  LeaseState& st = it->second;
+  // A lease this client did not acquire (a renewal thread's client, keeping alive the lease its process's
+  // main fiber holds): all it needs is in the grant. Its keep-alives reach the grant, not this client.
+  LeaseState adopted{ttl, grant.valid_until, ctx.now(), false};
+  LeaseState& st = it != leases_.end() ? it->second : adopted;
+  adopt_renewal(st, grant);
   if (!st.lost && ctx.now() < st.valid_until) keepalive(ctx, st, grant.lease_id, st.valid_until);
   grant.valid_until = st.valid_until;
   return !st.lost && ctx.now() < st.valid_until;
@@ -153,6 +166,7 @@ bool LeaseClient::believes_valid(Context& ctx, const Grant& grant) {
   auto it = leases_.find(grant.lease_id);
   if (it == leases_.end()) return false;
   LeaseState& st = it->second;
+  adopt_renewal(st, grant);
   if (!st.lost && ctx.now() < st.valid_until && ctx.now() >= st.keepalive_due)
     keepalive(ctx, st, grant.lease_id, st.valid_until);
   return !st.lost && ctx.now() < st.valid_until;
@@ -215,6 +229,21 @@ class LeaseProtocol final : public Protocol {
     ServiceInfo info;
     info.servers = spawn_raft_group(world, raft_options(cfg), obs);
     return info;
+  }
+
+  /// etcd's concurrency.Session (client/v3/concurrency/session.go) keeps its lease alive for as long as the
+  /// session lives, through the client's lessor (client/v3/lease.go): the next keep-alive is due TTL/3 after
+  /// each response (recvKeepAlive: `nextKeepAlive := time.Now().Add(TTL / 3)`), the send loop looks every
+  /// 500 ms (`retryConnWait`), and once no response came within the TTL the keep-alive channel closes and
+  /// the session's Done() with it. A Mutex holder that does not watch Done() is not told: it goes on.
+  RenewalDefaults renewal_defaults(const ProtocolConfig& cfg) const override {
+    return {.every = cfg.keepalive_interval > 0ns ? cfg.keepalive_interval : cfg.ttl / 3,
+            .before_expiry = Duration{0},
+            .retry = 500ms,
+            .stop_on_failure = false,
+            .source =
+                "etcd client/v3 concurrency.Session: keep-alive every TTL/3 (lease.go recvKeepAlive), "
+                "retry every 500 ms (retryConnWait); the holder is not told when Done() closes"};
   }
 
   std::unique_ptr<LockClient> make_client(Context& ctx, const ProtocolConfig& cfg) override {

@@ -7,12 +7,14 @@
 ///    no token.
 ///  - `lease+fence`: the same, and fenced(): every write carries the create revision as its fencing token.
 ///
-/// Keep-alive with one fiber. A client process is a single fiber, so there is no background goroutine as in
-/// etcd's clientv3. Instead the client keeps, per lease, its validity deadline and the time the next
-/// keep-alive is due (every TTL/3, or ProtocolConfig::keepalive_interval), and sends due keep-alives itself:
-/// while it waits for its lock key to become the holder, in extend() (which always renews), and in
+/// Keep-alive in the client's own fiber. The client keeps, per lease, its validity deadline and the time the
+/// next keep-alive is due (every TTL/3, or ProtocolConfig::keepalive_interval), and sends due keep-alives
+/// itself: while it waits for its lock key to become the holder, in extend() (which always renews), and in
 /// believes_valid() (which renews when one is due before answering). A pause of the client therefore also
-/// stops its keep-alives, exactly as a GC pause stops every thread of a real client.
+/// stops its keep-alives, exactly as a GC pause stops every thread of a real client. With a client's `renew`
+/// on, the workload also runs etcd's background keep-alive (concurrency.Session) in a thread of the client
+/// process with a LeaseClient of its own (renewal_defaults says how often); its renewals reach this client
+/// through the grant they share.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -45,7 +47,8 @@ class LeaseClient final : public LockClient {
   LeaseClient(std::vector<ProcId> servers, Duration keepalive_interval, Duration rpc_timeout,
               Duration acquire_timeout, bool trust_reply = false);
   std::optional<Grant> acquire(Context& ctx, const std::string& key, Duration ttl) override;
-  /// Renews the lease (its TTL was fixed at grant, as in etcd; `ttl` is ignored).
+  /// Renews the lease (its TTL was fixed at grant, as in etcd). Works on a lease another client of the same
+  /// process acquired (a renewal thread's client): its TTL is then `ttl`, its validity the grant's.
   bool extend(Context& ctx, Grant& grant, Duration ttl) override;
   /// Unlock the key, then revoke the lease (best effort).
   void release(Context& ctx, const Grant& grant) override;
@@ -62,6 +65,8 @@ class LeaseClient final : public LockClient {
   /// One keep-alive attempt (following redirects) until `deadline`; updates `st`.
   void keepalive(Context& ctx, LeaseState& st, std::uint64_t lease, Time deadline);
   void revoke(Context& ctx, std::uint64_t lease);
+  /// The grant's validity when it runs ahead of `st`: another client of this process renewed the lease.
+  void adopt_renewal(LeaseState& st, const Grant& grant) const;
 
   RaftClient rc_;
   Duration keepalive_interval_;

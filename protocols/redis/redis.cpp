@@ -299,6 +299,25 @@ class RedisProtocol final : public Protocol {
     return std::make_unique<RedisClient>(ctx, cfg, force_incr_ || cfg.incr_token);
   }
 
+  /// Redisson's lock watchdog (RedissonBaseLock.renewExpiration before 3.44, renewal/RenewalTask.java since):
+  /// a lock taken without a leaseTime gets lockWatchdogTimeout (Config: 30 s) as its lease, renewed every
+  /// lockWatchdogTimeout / 3 (10 s) by a compare-and-PEXPIRE script. Here the scenario's `ttl` plays
+  /// lockWatchdogTimeout (set ttl = "30s" for Redisson's out-of-the-box numbers): it is the lease every
+  /// renewal asks for, and the renewal that keeps a 10 s TTL alive must come sooner than 10 s. (Redisson runs
+  /// no watchdog at all for a lock taken with an explicit leaseTime.) Since 3.44 a renewal that fails with
+  /// an error is scheduled again at the same period (RenewalTask.run; before, the watchdog stopped); one that
+  /// finds the lock gone stops. The thread holding the lock is never told.
+  RenewalDefaults renewal_defaults(const ProtocolConfig& cfg) const override {
+    return {.every = cfg.ttl / 3,
+            .before_expiry = Duration{0},
+            .retry = cfg.ttl / 3,
+            .stop_on_failure = false,
+            .source =
+                "Redisson lock watchdog: lease lockWatchdogTimeout (here the scenario's ttl; Redisson's "
+                "default 30 s), renewed every lockWatchdogTimeout/3 (RenewalTask.schedule); the holder "
+                "is not told of a failure"};
+  }
+
  private:
   bool force_incr_;
   bool built_incr_ = false;
@@ -332,6 +351,21 @@ class RedlockProtocol final : public Protocol {
 
   std::unique_ptr<LockClient> make_client(Context& ctx, const ProtocolConfig& cfg) override {
     return std::make_unique<RedlockClient>(ctx, cfg);
+  }
+
+  /// node-redlock's `using()` (src/index.ts): extend when `automaticExtensionThreshold` (500 ms) of the
+  /// lock's validity remains (`setTimeout(extend, lock.expiration - Date.now() - threshold)`); a failed
+  /// extension is tried again while the lock has not expired (each extension itself retries with
+  /// `retryDelay`, 200 ms); once it has, the routine's AbortSignal is aborted (`controller.abort()`), and a
+  /// routine that checks `signal.aborted` stops: here the holder stops at its next step.
+  RenewalDefaults renewal_defaults(const ProtocolConfig& cfg) const override {
+    return {.every = Duration{0},
+            .before_expiry = 500ms,
+            .retry = cfg.retry_delay,
+            .stop_on_failure = true,
+            .source =
+                "node-redlock using(): extend when automaticExtensionThreshold (500 ms) remains, retry "
+                "every retryDelay while not expired, then abort the routine's signal"};
   }
 };
 
