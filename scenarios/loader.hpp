@@ -20,7 +20,8 @@
 namespace locksim {
 
 /// The note labels the client workload (scenarios/workload.cpp) and the protocols log with ctx.note(). A note
-/// trigger may only wait for one of these: anything else could never fire. Keep this the one list.
+/// trigger may only wait for one of these, or for a note a client's program step names (`note = "..."`):
+/// anything else could never fire. Keep this the one list.
 namespace note {
 inline constexpr std::string_view acquire = "acquire";  ///< a client starts an acquire attempt
 inline constexpr std::string_view acquire_sent =
@@ -40,6 +41,12 @@ inline constexpr std::string_view write_accepted = "write-accepted";  ///< the r
 inline constexpr std::string_view write_rejected = "write-rejected";  ///< the resource rejected it (fencing)
 inline constexpr std::string_view write_timeout = "write-timeout";    ///< no answer from the resource
 inline constexpr std::string_view released = "released";              ///< a client released the lock
+inline constexpr std::string_view aborted =
+    "aborted";  ///< renewal failed: the holder stops (on_renew_failure)
+// Logged by a client's renewal thread (client1/renew; scenarios/workload.cpp):
+inline constexpr std::string_view renewed = "renewed";            ///< a background renewal went through
+inline constexpr std::string_view renew_failed = "renew-failed";  ///< a renewal failed; it will be retried
+inline constexpr std::string_view renewal_lost = "renewal-lost";  ///< renewal gave up: the estimate ran out
 // Logged by the protocols (protocols/redis, protocols/raft):
 inline constexpr std::string_view extend_sent = "extend-sent";  ///< a Redis/Redlock client sent its extension
 inline constexpr std::string_view release_sent = "release-sent";  ///< a Redis/Redlock client sent its release
@@ -49,11 +56,11 @@ inline constexpr std::string_view demoted = "demoted";            ///< a Redis m
 inline constexpr std::string_view raft_election = "raft-election";  ///< a Raft member started an election
 inline constexpr std::string_view raft_leader = "raft-leader";      ///< a Raft member became leader
 inline constexpr std::string_view raft_holder = "raft-holder";      ///< the lease service granted the lock
-inline constexpr std::array<std::string_view, 24> all = {
-    read_rejected,  acquire,        acquire_sent,  acquired,      acquire_failed, gave_up,
-    read_timeout,   extended,       extend_failed, expired,       lease_check,    write,
-    write_accepted, write_rejected, write_timeout, released,      extend_sent,    release_sent,
-    failover,       promoted,       demoted,       raft_election, raft_leader,    raft_holder};
+inline constexpr std::array<std::string_view, 28> all = {
+    read_rejected, acquire,       acquire_sent, acquired,    acquire_failed, gave_up,        read_timeout,
+    extended,      extend_failed, expired,      lease_check, write,          write_accepted, write_rejected,
+    write_timeout, released,      aborted,      renewed,     renew_failed,   renewal_lost,   extend_sent,
+    release_sent,  failover,      promoted,     demoted,     raft_election,  raft_leader,    raft_holder};
 }  // namespace note
 
 /// Protocol names a file may use even before the protocol is registered (so catalog files validate while the

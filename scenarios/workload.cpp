@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 #include <utility>
 
@@ -284,8 +285,16 @@ class ClientRun {
       h_.reads[read_id].answered = true;
       h_.reads[read_id].observed = r->value.value_or("");
     }
-    std::int64_t v = 0;
-    if (r && r->value) v = std::stoll(*r->value);
+    // Nothing (or no reply body) reads as 0; a value that is not an integer (a fresh write's "client1#1.0")
+    // has no number to add one to: the write computed from it writes 1.
+    std::optional<std::int64_t> v = 0;
+    if (r && r->value) {
+      std::int64_t x = 0;
+      const std::string& text = *r->value;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+      v = ec == std::errc{} && end == text.data() + text.size() ? std::optional<std::int64_t>(x)
+                                                                : std::nullopt;
+    }
     read_ = ReadResult{read_id, v};
   }
 
@@ -316,13 +325,14 @@ class ClientRun {
     wr.client = ctx_.name();
     wr.grant = held_->gid;
     wr.key = env_.resource_key;
-    wr.value = rd ? fmt::format("{}", rd->value + 1) : fmt::format("{}#{}.{}", ctx_.name(), holds_, slot);
+    wr.value = rd ? fmt::format("{}", rd->value.value_or(0) + 1)
+                  : fmt::format("{}#{}.{}", ctx_.name(), holds_, slot);
     wr.token = fenced_ ? grant().token : std::nullopt;
     wr.sent = w_.now();
     wr.checked = checked;
     wr.read_modify_write = rd.has_value();
     wr.read = rd ? rd->id : kNoId;
-    if (rd) wr.read_value = rd->value;
+    if (rd) wr.read_value = rd->value;  // nothing when the read was not an integer
     const std::uint64_t wid = h_.add_write(wr);
     ctx_.note("write", fmt::format("value={} token={}", wr.value, token_text(wr.token)));
     // A pause the note triggered has happened by now: the write leaves the client after it.
@@ -386,7 +396,7 @@ class ClientRun {
 
   struct ReadResult {
     std::uint64_t id = kNoId;
-    std::int64_t value = 0;
+    std::optional<std::int64_t> value;  ///< nothing: not an integer
   };
 
   const WorkloadEnv& env_;

@@ -64,13 +64,19 @@ void World::resume(ProcId id) {
   p.paused = false;
   ++p.pause_gen;
   record(TraceKind::resume, p.id);
-  wake_after_pause(p);
+  if (p.threads.empty()) return wake_after_pause(p);
+  // Every fiber of the process runs again; what came due first during the pause runs first (a timer that
+  // fired before another), the main fiber before its threads on a tie.
+  std::vector<Process*> members{&p};
   for (Process* t : p.threads) {
     if (!t->paused) continue;
     t->paused = false;
     record(TraceKind::resume, t->id);
-    wake_after_pause(*t);
+    members.push_back(t);
   }
+  std::stable_sort(members.begin(), members.end(),
+                   [](const Process* a, const Process* b) { return a->pending_since < b->pending_since; });
+  for (Process* m : members) wake_after_pause(*m);
 }
 
 void World::wake_after_pause(Process& p) {

@@ -126,6 +126,7 @@ class alignas(64) Process {
   bool pending_start = false;   // start (or restart) came while paused
   bool in_arena = false;        // allocated in the world's StackArena (World::ProcessDelete)
   bool waiting_notify = false;  // blocked in Context::wait_notified: Context::notify may end the wait
+  Time pending_since{0};        // when its pending wake or start came due (the order threads resume in)
 
   // Threads (sim/threads.cpp). A thread is a Process of its own (fiber, mailbox, trace name "host/name") that
   // shares its host's fate; none of this is read on the message path.

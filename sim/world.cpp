@@ -279,6 +279,7 @@ void World::start_fiber(Process& p) {
   if (p.state != ProcState::created) return;  // crashed, or a stale start of an incarnation already running
   if (p.paused) {
     p.pending_start = true;
+    p.pending_since = now_;
     return;
   }
   p.state = ProcState::running;
@@ -362,6 +363,7 @@ LOCKSIM_ALWAYS_INLINE void World::landed(Process& p, Fiber&& from) {
 void World::pause_here(Process& p) {
   p.pending_gen = ++p.wait_gen;
   p.pending_wake = true;
+  p.pending_since = now_;
   block(p);
 }
 
@@ -437,6 +439,7 @@ Process* World::wake(Process& p, std::uint64_t gen) {
   if (p.paused) {
     p.pending_wake = true;
     p.pending_gen = gen;
+    p.pending_since = now_;
     return nullptr;
   }
   return &p;

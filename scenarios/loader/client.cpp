@@ -1,5 +1,9 @@
-// The [[client]] tables: clients and their workload.
+// The [[client]] tables: clients, their programs (steps) and background renewal.
+#include "scenarios/loader/dist.hpp"
 #include "scenarios/loader/loader_internal.hpp"
+#include "scenarios/workload.hpp"
+
+#include <functional>
 
 namespace locksim::loading {
 
@@ -23,11 +27,276 @@ constexpr FieldDoc kClientFields[] = {
     {"check_before_write", "bool", "true", "check the lease still looks valid right before each write"},
     {"extend_before_write", "bool", "false", "extend the lock before each write (long-running job)"},
     {"release", "bool", "true", "release at the end of the critical section"},
+    {"steps", "array of steps", "the program the keys above describe",
+     "the client's program (client.steps); replaces acquisitions, writes_per_hold, work, think and the "
+     "read/check/extend/release flags"},
+    {"renew", "bool", "false",
+     "renew the held lock in the background, in a thread of the client (client1/renew), with the "
+     "protocol library's defaults"},
+    {"on_renew_failure", "\"stop\" | \"continue\"", "the library's (redlock stop, others continue)",
+     "when renewal failed for good: stop acting as holder at the next step, or go on unaware"},
+    {"renew_every", "duration > 0", "the library's (lease, redis: ttl/3)",
+     "renew this long after the grant and after each renewal"},
+    {"renew_before_expiry", "duration > 0", "the library's (redlock: 500ms)",
+     "renew once this little of the validity estimate remains (below every protocol's ttl)"},
+    {"renew_retry", "duration > 0", "the library's (lease 500ms, redis ttl/3, redlock retry_delay)",
+     "after a failed renewal, try again this long later while the estimate holds"},
 };
+
+constexpr FieldDoc kStepFields[] = {
+    {"step", "\"acquire\" | \"read\" | \"write\" | \"increment\" | \"check\" | \"extend\" | \"release\"", "",
+     "a step without a value, written as a table to give it a note"},
+    {"work", "distribution", "", "work this long while holding (skipped once the hold is lost)"},
+    {"sleep", "distribution", "", "wait this long, holding or not"},
+    {"repeat", "integer 1..10,000,000", "", "run steps this many times"},
+    {"loop", "\"forever\" | \"until TIME\"", "",
+     "run steps again and again: forever (the run's end, or give_up_at at an acquire, stops it) or until "
+     "that true time"},
+    {"steps", "array of steps", "", "repeat, loop: the block"},
+    {"note", "note name", "",
+     "a note the client logs as the step begins, for a fault trigger: after = { process, note }"},
+};
+
+/// Step names written as plain strings.
+const std::vector<std::pair<std::string, ClientStep::Kind>>& simple_steps() {
+  using K = ClientStep::Kind;
+  static const std::vector<std::pair<std::string, K>> k = {
+      {"acquire", K::acquire}, {"read", K::read},     {"write", K::write},    {"increment", K::increment},
+      {"check", K::check},     {"extend", K::extend}, {"release", K::release}};
+  return k;
+}
+
+/// Every step name, for did-you-mean.
+std::vector<std::string> step_names() {
+  std::vector<std::string> out;
+  for (const auto& [n, k] : simple_steps()) out.push_back(n);
+  for (const char* n : {"work", "sleep", "repeat", "loop"}) out.push_back(n);
+  return out;
+}
+
+/// The keys of a [[client]] that describe the default program: with `steps` the program is written out.
+constexpr const char* kFlagKeys[] = {"acquisitions",
+                                     "writes_per_hold",
+                                     "work",
+                                     "work_min",
+                                     "work_max",
+                                     "think",
+                                     "think_min",
+                                     "think_max",
+                                     "read_modify_write",
+                                     "check_before_write",
+                                     "extend_before_write",
+                                     "release"};
+
+constexpr int kMaxStepDepth = 16;
+constexpr std::size_t kMaxSteps = 10'000;
 }  // namespace
 
 std::vector<TableDoc> client_tables() {
-  return {{"client", "[[client]]: clients and their workload", kClientFields}};
+  return {{"client", "[[client]]: clients and their workload", kClientFields},
+          {"client.steps", "client.steps: one step of a client's program, as a table", kStepFields}};
+}
+
+std::vector<std::string> step_notes(const Scenario& s, const std::string& proc) {
+  std::vector<std::string> out;
+  std::function<void(const std::vector<ClientStep>&)> in = [&](const std::vector<ClientStep>& steps) {
+    for (const ClientStep& st : steps) {
+      if (!st.note.empty() && std::find(out.begin(), out.end(), st.note) == out.end()) out.push_back(st.note);
+      in(st.steps);
+    }
+  };
+  for (const ClientSpec& c : s.clients)
+    if (proc.empty() || c.name == proc) in(c.steps);
+  return out;
+}
+
+std::optional<std::pair<std::uint64_t, std::string>> note_bound(const ClientSpec& c, std::string_view label) {
+  const std::optional<std::uint64_t> most = most_notes(c, label);
+  if (!most) return std::nullopt;
+  if (!c.steps.empty()) return std::make_pair(*most, std::string("its steps"));
+  std::string why = "its workload";
+  if (label == note::acquired) why = "acquisitions";
+  if (label == note::released) why = "acquisitions with release = true";
+  if (label == note::write) why = "acquisitions × writes_per_hold";
+  if (label == note::lease_check) why = "writes with check_before_write = true";
+  if (label == note::renewed || label == note::renew_failed || label == note::renewal_lost ||
+      label == note::aborted)
+    why = "without renew = true";
+  return std::make_pair(*most, why);
+}
+
+std::vector<ClientStep> Loader::steps(const toml::node& n, const std::string& field, int depth,
+                                      std::size_t& total) const {
+  if (!n.is_array()) {
+    fail(line_of(n), field,
+         fmt::format("expected an array of steps such as [\"acquire\", \"write\", \"release\"], got {}",
+                     type_name(n)));
+  }
+  const toml::array& a = *n.as_array();
+  if (a.empty()) fail(line_of(n), field, "an empty list of steps does nothing: give at least one step");
+  if (depth > kMaxStepDepth)
+    fail(line_of(n), field, fmt::format("steps nested more than {} deep", kMaxStepDepth));
+  std::vector<ClientStep> out;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (++total > kMaxSteps) fail(line_of(a[i]), field, fmt::format("more than {} steps", kMaxSteps));
+    out.push_back(step(a[i], fmt::format("{}[{}]", field, i), depth, total));
+  }
+  return out;
+}
+
+ClientStep Loader::step(const toml::node& n, const std::string& field, int depth, std::size_t& total) const {
+  using K = ClientStep::Kind;
+  ClientStep st;
+  st.line = line_of(n);
+  auto simple = [&](const std::string& name, std::uint32_t line, const std::string& f) {
+    for (const auto& [k, kind] : simple_steps())
+      if (k == name) return kind;
+    if (name == "work" || name == "sleep")
+      fail(line, f, fmt::format("'{0}' needs a duration: {{ {0} = \"1s\" }}", name));
+    if (name == "repeat" || name == "loop")
+      fail(line, f,
+           fmt::format("'{}' needs a block: {{ {} = {}, steps = [...] }}", name, name,
+                       name == "repeat" ? "3" : "\"forever\""));
+    fail(line, f, fmt::format("unknown step '{}'{}", name, suggestion(name, step_names(), "steps")));
+  };
+  if (n.is_string()) {
+    st.kind = simple(*n.value<std::string>(), st.line, field);
+    return st;
+  }
+  if (!n.is_table()) {
+    fail(st.line, field,
+         fmt::format(
+             "expected a step: a name such as \"write\" or a table such as {{ work = \"1s\" }}, got {}",
+             type_name(n)));
+  }
+  const Tab t{n.as_table(), field, st.line};
+  only_schema(t, "client.steps");
+  std::vector<std::string> kinds;
+  for (const char* k : {"step", "work", "sleep", "repeat", "loop"})
+    if (t.has(k)) kinds.push_back(k);
+  if (kinds.empty())
+    fail(st.line, t.field("step"),
+         "a step table names its step: step = \"write\", work = \"1s\", sleep, repeat or loop");
+  if (kinds.size() > 1)
+    fail_at(t, kinds[1], fmt::format("one step per table: '{}' and '{}' are two", kinds[0], kinds[1]));
+  const std::string& kind = kinds[0];
+  const bool block = kind == "repeat" || kind == "loop";
+  if (t.has("steps") && !block)
+    fail_at(t, "steps", fmt::format("'steps' is the block of a repeat or a loop, not of a {} step", kind));
+  if (kind == "step") {
+    const std::string name = *str(t, "step");
+    st.kind = simple(name, line_of(*t.get("step")), t.field("step"));
+  } else if (kind == "work" || kind == "sleep") {
+    st.kind = kind == "work" ? K::work : K::sleep;
+    DistRules rules;
+    rules.limit = max_time_;
+    rules.limit_name = fmt::format("limits.max_time ({})", format_time(max_time_));
+    rules.noun = kind;
+    st.duration = parse_dist(*t.get(kind), t.field(kind), file_, rules);
+  } else if (kind == "repeat") {
+    st.kind = K::repeat;
+    const toml::node* rn = t.get("repeat");
+    if (rn->is_integer() && *rn->value<std::int64_t>() <= 0) {
+      fail(line_of(*rn), t.field("repeat"),
+           fmt::format("repeat = {} runs nothing: repeat at least once", *rn->value<std::int64_t>()));
+    }
+    st.count = static_cast<std::uint64_t>(*integer(t, "repeat", 1, kMaxAcquisitions));
+  } else {
+    st.kind = K::loop;
+    const std::string text = *str(t, "loop");
+    if (text != "forever") {
+      if (text.rfind("until ", 0) != 0) {
+        fail_at(t, "loop",
+                fmt::format("'{}': write loop = \"forever\" or loop = \"until 50s\" (a true time)", text));
+      }
+      std::string why;
+      const auto at = parse_duration(text.substr(6), false, &why);
+      if (!at) fail_at(t, "loop", fmt::format("'{}': {}", text, why));
+      if (*at <= 0ns)
+        fail_at(t, "loop", fmt::format("'{}' never runs: no iteration begins at or after it", text));
+      if (*at > max_time_) {
+        fail_at(t, "loop",
+                fmt::format("'{}' is beyond limits.max_time ({}): write loop = \"forever\" to loop until the "
+                            "run ends",
+                            text, format_time(max_time_)));
+      }
+      st.until = *at;
+    }
+  }
+  if (block) {
+    need(t, "steps", fmt::format("steps = [...] (the block the {} runs)", kind));
+    st.steps = steps(*t.get("steps"), t.field("steps"), depth + 1, total);
+  }
+  if (auto note_name = str(t, "note")) {
+    if (!valid_ident(*note_name))
+      fail_at(t, "note",
+              fmt::format("'{}' is not a valid note name: use letters, digits, '_', '-', '.'", *note_name));
+    if (std::find(note::all.begin(), note::all.end(), *note_name) != note::all.end()) {
+      fail_at(t, "note",
+              fmt::format("'{}' is a note the workload or a protocol logs already: give this step a name of "
+                          "its own",
+                          *note_name));
+    }
+    st.note = *note_name;
+  }
+  return st;
+}
+
+void Loader::program(const Tab& c, ClientSpec& spec) const {
+  for (const char* k : kFlagKeys) {
+    if (c.has(k)) {
+      fail_at(c, k,
+              fmt::format("'{}' describes the default program; with steps, write it into the program", k));
+    }
+  }
+  std::size_t total = 0;
+  spec.steps = steps(*c.get("steps"), c.field("steps"), 0, total);
+  // The first step that needs the lock must come after an acquire, in program order.
+  bool acquired = false;
+  std::function<void(const std::vector<ClientStep>&)> walk = [&](const std::vector<ClientStep>& steps) {
+    for (const ClientStep& st : steps) {
+      if (acquired) return;
+      if (st.kind == ClientStep::Kind::acquire) {
+        acquired = true;
+        return;
+      }
+      const bool holder = st.kind != ClientStep::Kind::sleep && st.kind != ClientStep::Kind::repeat &&
+                          st.kind != ClientStep::Kind::loop;
+      if (holder) {
+        fail(st.line, c.field("steps"),
+             fmt::format("'{}' before any acquire: it needs the lock; put \"acquire\" first",
+                         to_string(st.kind)));
+      }
+      walk(st.steps);
+    }
+  };
+  walk(spec.steps);
+  if (!acquired) fail_at(c, "steps", "the program never acquires the lock: add \"acquire\"");
+}
+
+void Loader::renewal(const Tab& c, const Scenario& s, ClientSpec& spec) const {
+  RenewalSpec& r = spec.renewal;
+  r.on = boolean(c, "renew").value_or(false);
+  for (const char* k : {"on_renew_failure", "renew_every", "renew_before_expiry", "renew_retry"}) {
+    if (c.has(k) && !r.on) fail_at(c, k, fmt::format("'{}' sets up background renewal: add renew = true", k));
+  }
+  if (!r.on) return;
+  if (auto v = enumeration<bool>(c, "on_renew_failure", {{"stop", true}, {"continue", false}}))
+    r.stop_on_failure = *v;
+  r.every = duration(c, "renew_every", Sign::positive);
+  r.retry = duration(c, "renew_retry", Sign::positive);
+  r.before_expiry = duration(c, "renew_before_expiry", Sign::positive);
+  if (r.before_expiry) {
+    std::vector<std::pair<std::string, Duration>> ttls = {{"[lock] ttl", s.config.ttl}};
+    for (const auto& [name, cfg] : s.per_protocol) ttls.emplace_back(fmt::format("{}'s ttl", name), cfg.ttl);
+    for (const auto& [what, ttl] : ttls) {
+      if (*r.before_expiry >= ttl) {
+        fail_at(c, "renew_before_expiry",
+                fmt::format("{} is not below {} ({}): the lock would be renewed as soon as it is renewed",
+                            format_time(*r.before_expiry), what, format_time(ttl)));
+      }
+    }
+  }
 }
 
 void Loader::clients(const Tab& root, Scenario& s) {
@@ -68,6 +337,8 @@ void Loader::clients(const Tab& root, Scenario& s) {
     if (auto v = boolean(c, "check_before_write")) spec.check_before_write = *v;
     if (auto v = boolean(c, "extend_before_write")) spec.extend_before_write = *v;
     if (auto v = boolean(c, "release")) spec.release = *v;
+    if (c.has("steps")) program(c, spec);
+    renewal(c, s, spec);
     Duration stagger{0};
     if (auto v = duration(c, "stagger", Sign::non_negative)) {
       if (!count) fail_at(c, "stagger", "stagger spaces out the starts of `count` clients: add count = N");

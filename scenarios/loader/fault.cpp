@@ -92,6 +92,7 @@ Trigger Loader::trigger(const Tab& f, const Scenario& s, std::string& proc) cons
     t.kind = Trigger::Kind::note;
     t.label = *str(a, "note");
     std::vector<std::string> labels(note::all.begin(), note::all.end());
+    for (std::string& n : step_notes(s, proc)) labels.push_back(std::move(n));  // the program's own notes
     if (std::find(labels.begin(), labels.end(), t.label) == labels.end()) {
       fail_at(a, "note",
               fmt::format("no process ever logs the note '{}', so the fault would never fire{}", t.label,
@@ -121,22 +122,11 @@ Trigger Loader::trigger(const Tab& f, const Scenario& s, std::string& proc) cons
     auto it =
         std::find_if(s.clients.begin(), s.clients.end(), [&](const ClientSpec& c) { return c.name == proc; });
     if (it != s.clients.end()) {
-      const std::uint64_t holds = it->acquisitions;
-      const std::uint64_t writes = holds * it->writes_per_hold;
-      std::optional<std::uint64_t> most;
-      std::string why;
-      if (t.label == note::acquired) most = holds, why = "acquisitions";
-      if (t.label == note::released) most = it->release ? holds : 0, why = "acquisitions with release = true";
-      if (t.label == note::write) most = writes, why = "acquisitions × writes_per_hold";
-      if (t.label == note::lease_check) {
-        most = it->check_before_write ? writes : 0, why = "writes with check_before_write = true";
-      }
-
-      if (most && t.nth > *most) {
+      if (const auto most = note_bound(*it, t.label); most && t.nth > most->first) {
         fail(a.get("nth") ? line_of(*a.get("nth")) : line_of(*a.get("note")),
              a.field(a.get("nth") ? "nth" : "note"),
              fmt::format("{} logs '{}' at most {} time(s) ({}), so nth = {} can never fire", proc, t.label,
-                         *most, why, t.nth));
+                         most->first, most->second, t.nth));
       }
     }
   }

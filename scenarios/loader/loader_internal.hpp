@@ -27,6 +27,12 @@ std::vector<TableDoc> client_tables();
 std::vector<TableDoc> fault_tables();
 std::vector<TableDoc> expect_tables();
 
+/// The notes the program steps of client `proc` (of every client when empty) name, in program order
+/// (scenarios/loader/client.cpp).
+std::vector<std::string> step_notes(const Scenario& s, const std::string& proc);
+/// The most times client `c` can log note `label`, and why (for a trigger's nth), if it is bounded.
+std::optional<std::pair<std::uint64_t, std::string>> note_bound(const ClientSpec& c, std::string_view label);
+
 inline std::string type_name(const toml::node& n) {
   switch (n.type()) {
     case toml::node_type::table:
@@ -284,6 +290,12 @@ class Loader {
   DelayDist delay(const toml::node& n, const std::string& field) const;
   void link_options(const Tab& t, LinkOptions& o) const;
   void clients(const Tab& root, Scenario& s);
+  /// A client's `steps` (scenarios/loader/client.cpp): the program, its steps, its renewal keys.
+  void program(const Tab& c, ClientSpec& spec) const;
+  std::vector<ClientStep> steps(const toml::node& n, const std::string& field, int depth,
+                                std::size_t& total) const;
+  ClientStep step(const toml::node& n, const std::string& field, int depth, std::size_t& total) const;
+  void renewal(const Tab& c, const Scenario& s, ClientSpec& spec) const;
   void check_process(const std::string& name, std::uint32_t line, const std::string& field,
                      bool allow_any) const;
   void network(const Tab& root, Scenario& s) const;

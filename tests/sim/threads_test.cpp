@@ -415,3 +415,20 @@ TEST(Threads, SameSeedSameTraceWithThreads) {
   };
   EXPECT_EQ(run(), run());
 }
+
+TEST(Threads, AfterAPauseWhatCameDueFirstRunsFirst) {
+  World w;
+  std::vector<std::string> order;
+  w.spawn("client1", [&](Context& c) {
+    c.spawn_thread("renew", [&](Context& t) {
+      t.sleep(20ms);  // due at 20 ms, during the pause
+      order.push_back("thread");
+    });
+    c.sleep(50ms);  // due at 50 ms, during the pause too
+    order.push_back("main");
+    c.sleep(1ms);
+  });
+  w.schedule(10ms, [&] { w.pause(ProcId{0}, 90ms); });
+  w.run();
+  EXPECT_EQ(order, (std::vector<std::string>{"thread", "main"}));
+}
