@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "scenarios/loader.hpp"
+#include "scenarios/loader/schema.hpp"
 
 namespace locksim {
 namespace {
@@ -493,4 +494,61 @@ TEST(Catalog, KleppmannGcPauseTellsTheStory) {
 }
 
 }  // namespace
+}  // namespace locksim
+
+// ------------------------------------------------------------------------------------------ programs
+
+namespace locksim {
+
+TEST(LoaderProgram, StepsLoadAsWritten) {
+  const Scenario s = load_scenario_text(R"(
+[[client]]
+name = "client1"
+renew = true
+on_renew_failure = "stop"
+renew_every = "3s"
+steps = ["acquire", { work = { kind = "uniform", min = "1s", max = "2s" } },
+         { repeat = 3, steps = ["increment", { sleep = "100ms" }] },
+         { loop = "until 50s", steps = [{ step = "write", note = "w" }] }, "release"]
+[[fault]]
+kind = "pause"
+target = "client1"
+duration = "1s"
+after = { process = "client1", note = "w", nth = 4 }
+)",
+                                        "p.toml");
+  const ClientSpec& c = s.clients.at(0);
+  ASSERT_EQ(c.steps.size(), 5u);
+  EXPECT_EQ(c.steps[0].kind, ClientStep::Kind::acquire);
+  EXPECT_EQ(c.steps[1].kind, ClientStep::Kind::work);
+  EXPECT_EQ(c.steps[1].duration.kind, Dist::Kind::uniform);
+  EXPECT_EQ(c.steps[1].duration.max, 2s);
+  EXPECT_EQ(c.steps[2].count, 3u);
+  ASSERT_EQ(c.steps[2].steps.size(), 2u);
+  EXPECT_EQ(c.steps[2].steps[1].duration.min, 100ms);
+  EXPECT_EQ(c.steps[3].kind, ClientStep::Kind::loop);
+  EXPECT_EQ(c.steps[3].until, 50s);
+  EXPECT_EQ(c.steps[3].steps[0].note, "w");  // unbounded in a loop: nth = 4 may fire
+  EXPECT_TRUE(c.renewal.on);
+  EXPECT_EQ(c.renewal.stop_on_failure, std::optional<bool>(true));
+  EXPECT_EQ(c.renewal.every, std::optional<Duration>(3s));
+  EXPECT_FALSE(c.renewal.before_expiry.has_value());
+  EXPECT_FALSE(s.clients.empty());
+}
+
+TEST(LoaderProgram, LoopForeverNeedsNoGiveUpAt) {
+  const Scenario s = load_scenario_text(R"(
+[[client]]
+name = "client1"
+steps = [{ loop = "forever", steps = ["acquire", "write", "release"] }]
+)",
+                                        "p.toml");
+  EXPECT_EQ(s.clients.at(0).steps.at(0).until, kTimeMax);
+}
+
+TEST(LoaderProgram, ExplainKnowsTheStepTable) {
+  EXPECT_NE(explain_schema("client.steps").find("loop"), std::string::npos);
+  EXPECT_NE(explain_schema("client.renew").find("thread"), std::string::npos);
+}
+
 }  // namespace locksim

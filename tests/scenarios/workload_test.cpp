@@ -44,8 +44,10 @@ const GrantRecord& first_grant(const RunOutput& r, const std::string& client) {
 }
 
 /// One client running `steps` (TOML array text) against a 10 s lock, plus optional extra TOML.
-std::string one_client(const std::string& steps, const std::string& extra = {}, const std::string& client = {}) {
-  return "[lock]\nttl = \"10s\"\n[[client]]\nname = \"client1\"\n" + client + "steps = " + steps + "\n" + extra;
+std::string one_client(const std::string& steps, const std::string& extra = {},
+                       const std::string& client = {}) {
+  return "[lock]\nttl = \"10s\"\n[[client]]\nname = \"client1\"\n" + client + "steps = " + steps + "\n" +
+         extra;
 }
 
 }  // namespace
@@ -128,7 +130,8 @@ steps = [{ repeat = 2, steps = ["acquire", "check", "write", "release"] }]
 // ------------------------------------------------------------------------------------------ step kinds
 
 TEST(Program, WritesWorkAndReleaseRecordWhatHappened) {
-  const RunOutput r = run_text(one_client(R"(["acquire", "write", { work = "1.5s" }, "write", "release"])"), "redis");
+  const RunOutput r =
+      run_text(one_client(R"(["acquire", "write", { work = "1.5s" }, "write", "release"])"), "redis");
   const auto w = writes_of(r, "client1");
   ASSERT_EQ(w.size(), 2u);
   EXPECT_EQ(w[0]->value, "client1#1.0");
@@ -144,8 +147,8 @@ TEST(Program, WritesWorkAndReleaseRecordWhatHappened) {
 }
 
 TEST(Program, ReadThenWriteIsAReadModifyWriteAndIncrementIsBoth) {
-  const RunOutput r =
-      run_text(one_client(R"(["acquire", "increment", "read", { work = "10ms" }, "write", "release"])"), "redis");
+  const RunOutput r = run_text(
+      one_client(R"(["acquire", "increment", "read", { work = "10ms" }, "write", "release"])"), "redis");
   ASSERT_EQ(r.history.reads.size(), 2u);
   const auto w = writes_of(r, "client1");
   ASSERT_EQ(w.size(), 2u);
@@ -171,9 +174,11 @@ TEST(Program, ANonIntegerReadIncrementsFromNothing) {
 }
 
 TEST(Program, ACheckThatFindsTheLeaseExpiredLosesTheHold) {
-  // Work past the 10 s TTL, then check: expired; the write after it and the release are skipped, a sleep runs.
+  // Work past the 10 s TTL, then check: expired; the write after it and the release are skipped, a sleep
+  // runs.
   const RunOutput r = run_text(
-      one_client(R"(["acquire", { work = "11s" }, "check", "write", "release", { sleep = "1s", note = "after" }])"),
+      one_client(
+          R"(["acquire", { work = "11s" }, "check", "write", "release", { sleep = "1s", note = "after" }])"),
       "redis");
   EXPECT_EQ(notes(r, "expired").size(), 1u);
   EXPECT_TRUE(writes_of(r, "client1").empty());
@@ -193,8 +198,8 @@ TEST(Program, ACheckRecordsItsTimeOnTheWritesOfItsHold) {
 }
 
 TEST(Program, ExtendMovesTheBeliefAndARefusalLosesTheHold) {
-  const RunOutput ok =
-      run_text(one_client(R"(["acquire", { work = "8s" }, "extend", { work = "8s" }, "write", "release"])"), "redis");
+  const RunOutput ok = run_text(
+      one_client(R"(["acquire", { work = "8s" }, "extend", { work = "8s" }, "write", "release"])"), "redis");
   EXPECT_EQ(notes(ok, "extended").size(), 1u);
   ASSERT_EQ(writes_of(ok, "client1").size(), 1u);
   EXPECT_GT(first_grant(ok, "client1").believed_valid_until, 17s);
@@ -207,7 +212,8 @@ TEST(Program, ExtendMovesTheBeliefAndARefusalLosesTheHold) {
 }
 
 TEST(Program, RepeatRunsItsBlockNTimes) {
-  const RunOutput r = run_text(one_client(R"([{ repeat = 3, steps = ["acquire", "increment", "release"] }])"), "redis");
+  const RunOutput r =
+      run_text(one_client(R"([{ repeat = 3, steps = ["acquire", "increment", "release"] }])"), "redis");
   EXPECT_EQ(r.history.grants.size(), 3u);
   const auto w = writes_of(r, "client1");
   ASSERT_EQ(w.size(), 3u);
@@ -217,17 +223,18 @@ TEST(Program, RepeatRunsItsBlockNTimes) {
 
 TEST(Program, LoopUntilStopsBeginningIterationsAtItsTime) {
   const RunOutput r = run_text(
-      one_client(R"([{ loop = "until 5s", steps = ["acquire", "write", "release", { sleep = "1s" }] }])"), "redis");
+      one_client(R"([{ loop = "until 5s", steps = ["acquire", "write", "release", { sleep = "1s" }] }])"),
+      "redis");
   // Iterations begin at about 0, 1, 2, 3, 4 s (each takes 1 s and a few round trips): five, none at 5 s.
   EXPECT_EQ(r.history.grants.size(), 5u);
   EXPECT_EQ(r.run.reason, StopReason::done);
 }
 
 TEST(Program, LoopForeverEndsAtGiveUpAt) {
-  const RunOutput r =
-      run_text(one_client(R"([{ loop = "forever", steps = ["acquire", "write", "release", { sleep = "1s" }] }])", {},
-                          "give_up_at = \"3500ms\"\n"),
-               "redis");
+  const RunOutput r = run_text(
+      one_client(R"([{ loop = "forever", steps = ["acquire", "write", "release", { sleep = "1s" }] }])", {},
+                 "give_up_at = \"3500ms\"\n"),
+      "redis");
   EXPECT_EQ(r.history.grants.size(), 4u);
   EXPECT_EQ(notes(r, "gave-up").size(), 1u);
   EXPECT_EQ(r.run.reason, StopReason::done);
@@ -235,16 +242,17 @@ TEST(Program, LoopForeverEndsAtGiveUpAt) {
 
 TEST(Program, ALoopInWhichNothingHappensEnds) {
   // A check answered from the client's own clock takes no time: the loop would spin at one instant forever.
-  const RunOutput r =
-      run_text(one_client(R"(["acquire", { loop = "forever", steps = ["check"] }, "write", "release"])"), "redis");
+  const RunOutput r = run_text(
+      one_client(R"(["acquire", { loop = "forever", steps = ["check"] }, "write", "release"])"), "redis");
   EXPECT_EQ(notes(r, "lease-check").size(), 1u);
   EXPECT_EQ(writes_of(r, "client1").size(), 1u);
   EXPECT_EQ(r.run.reason, StopReason::done);
 }
 
 TEST(Program, AStepsNoteIsWhereAFaultAttaches) {
-  const std::string text = one_client(R"(["acquire", "write", { step = "write", note = "second-write" }, "release"])",
-                                      R"(
+  const std::string text =
+      one_client(R"(["acquire", "write", { step = "write", note = "second-write" }, "release"])",
+                 R"(
 [[fault]]
 kind = "pause"
 target = "client1"
@@ -276,7 +284,8 @@ after = { process = "client1", note = "write", nth = 2 }
 }
 
 TEST(Program, AReadThatTimesOutSkipsTheWriteItWouldHaveFed) {
-  const std::string text = one_client(R"(["acquire", "read", { work = "1s" }, "write", "write", "release"])", R"(
+  const std::string text =
+      one_client(R"(["acquire", "read", { work = "1s" }, "write", "write", "release"])", R"(
 [[fault]]
 kind = "partition"
 side_a = ["client1"]
@@ -399,25 +408,28 @@ TEST(Renewal, APauseStopsTheRenewalThreadToo) {
 }
 
 TEST(Renewal, OnFailureStopMakesTheHolderStopAndContinueDoesNot) {
-  const RunOutput stop = run_text(long_job("renew = true\non_renew_failure = \"stop\"", kPauseInTheJob), "redis");
+  const RunOutput stop =
+      run_text(long_job("renew = true\non_renew_failure = \"stop\"", kPauseInTheJob), "redis");
   EXPECT_TRUE(stop.check.safe);
   EXPECT_EQ(notes(stop, "aborted", "client1").size(), 1u);
   EXPECT_EQ(writes_of(stop, "client1").size(), 1u);  // the write after the job skipped
   EXPECT_EQ(first_grant(stop, "client1").end_reason, "renewal failed");
   EXPECT_TRUE(notes(stop, "released", "client1").empty());  // a lost lock is not released
 
-  const RunOutput go = run_text(long_job("renew = true\non_renew_failure = \"continue\"", kPauseInTheJob), "redis");
+  const RunOutput go =
+      run_text(long_job("renew = true\non_renew_failure = \"continue\"", kPauseInTheJob), "redis");
   EXPECT_FALSE(go.check.safe);
   EXPECT_TRUE(notes(go, "aborted").empty());
   EXPECT_EQ(writes_of(go, "client1").size(), 2u);
 }
 
 TEST(Renewal, EachLibrarysDefaultOnFailure) {
-  // node-redlock's using() aborts its signal: the holder stops. etcd's holder does not watch Done(): it goes on.
+  // node-redlock's using() aborts its signal: the holder stops. etcd's holder does not watch Done(): it goes
+  // on.
   EXPECT_TRUE(run_text(long_job("renew = true", kPauseInTheJob), "redlock").check.safe);
   EXPECT_FALSE(run_text(long_job("renew = true", kPauseInTheJob), "lease").check.safe);
-  EXPECT_FALSE(
-      run_text(long_job("renew = true\non_renew_failure = \"continue\"", kPauseInTheJob), "redlock").check.safe);
+  EXPECT_FALSE(run_text(long_job("renew = true\non_renew_failure = \"continue\"", kPauseInTheJob), "redlock")
+                   .check.safe);
   EXPECT_TRUE(run_text(long_job("renew = true", kPauseInTheJob), "lease+fence").check.safe);
 }
 
