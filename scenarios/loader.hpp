@@ -40,7 +40,9 @@ inline constexpr std::string_view write = "write";  ///< a client sends a write 
 inline constexpr std::string_view write_accepted = "write-accepted";  ///< the resource accepted it
 inline constexpr std::string_view write_rejected = "write-rejected";  ///< the resource rejected it (fencing)
 inline constexpr std::string_view write_timeout = "write-timeout";    ///< no answer from the resource
-inline constexpr std::string_view released = "released";              ///< a client released the lock
+inline constexpr std::string_view read_refused = "read-refused";    ///< the resource's host refused the read
+inline constexpr std::string_view write_refused = "write-refused";  ///< the resource's host refused the write
+inline constexpr std::string_view released = "released";            ///< a client released the lock
 inline constexpr std::string_view aborted =
     "aborted";  ///< renewal failed: the holder stops (on_renew_failure)
 // Logged by a client's renewal thread (client1/renew; scenarios/workload.cpp):
@@ -56,11 +58,12 @@ inline constexpr std::string_view demoted = "demoted";            ///< a Redis m
 inline constexpr std::string_view raft_election = "raft-election";  ///< a Raft member started an election
 inline constexpr std::string_view raft_leader = "raft-leader";      ///< a Raft member became leader
 inline constexpr std::string_view raft_holder = "raft-holder";      ///< the lease service granted the lock
-inline constexpr std::array<std::string_view, 28> all = {
-    read_rejected, acquire,       acquire_sent, acquired,    acquire_failed, gave_up,        read_timeout,
-    extended,      extend_failed, expired,      lease_check, write,          write_accepted, write_rejected,
-    write_timeout, released,      aborted,      renewed,     renew_failed,   renewal_lost,   extend_sent,
-    release_sent,  failover,      promoted,     demoted,     raft_election,  raft_leader,    raft_holder};
+inline constexpr std::array<std::string_view, 30> all = {
+    read_rejected,  acquire,        acquire_sent,  acquired,     acquire_failed, gave_up,
+    read_timeout,   extended,       extend_failed, expired,      lease_check,    write,
+    write_accepted, write_rejected, write_timeout, released,     aborted,        renewed,
+    renew_failed,   renewal_lost,   extend_sent,   release_sent, failover,       promoted,
+    demoted,        raft_election,  raft_leader,   raft_holder,  read_refused,   write_refused};
 }  // namespace note
 
 /// Protocol names a file may use even before the protocol is registered (so catalog files validate while the

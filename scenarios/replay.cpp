@@ -341,6 +341,7 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
 
   s += "\n[network]\n";
   link_lines(s, sc.network.defaults);
+  if (sc.network.refuse_when_down) s += "connection_refused = true\n";
   for (const LinkSpec& l : sc.links) {
     s += fmt::format("\n[[network.link]]\nfrom = {}\nto = {}\n", q(l.from), q(l.to));
     link_lines(s, l.options);

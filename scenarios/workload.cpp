@@ -270,8 +270,8 @@ class ClientRun {
     const std::uint64_t read_id = h_.add_read(rr);
     const ReadRequest rq{env_.resource_key, rr.token, read_id};
     auto rep = ctx_.call(env_.resource, Message::of(kReadType, rq), 5s);
-    if (!rep) {
-      ctx_.note("read-timeout");
+    if (!rep || is_refusal(*rep)) {
+      ctx_.note(rep ? "read-refused" : "read-timeout");
       read_missed_ = true;
       return;
     }
@@ -341,7 +341,9 @@ class ClientRun {
                          Message::of(kWriteType, WriteRequest{env_.resource_key, wr.value, wr.token, wid},
                                      fmt::format("token={}", token_text(wr.token))),
                          5s);
-    if (rep) {
+    if (rep && is_refusal(*rep)) {
+      ctx_.note("write-refused", "connection refused: the resource is not running");
+    } else if (rep) {
       const auto* r = rep->as<WriteReply>();
       h_.writes[wid].acknowledged = r && r->accepted;
       ctx_.note(r && r->accepted ? "write-accepted" : "write-rejected", r ? r->reason : "");
@@ -475,13 +477,14 @@ std::uint64_t most_in(const ClientStep& s, std::string_view label) {
       if (is({"acquired", "gave-up"})) n = plus(n, 1);
       break;
     case ClientStep::Kind::read:
-      if (is({"read-timeout", "read-rejected"})) n = plus(n, 1);
+      if (is({"read-timeout", "read-rejected", "read-refused"})) n = plus(n, 1);
       break;
     case ClientStep::Kind::write:
-      if (is({"write", "write-accepted", "write-rejected", "write-timeout"})) n = plus(n, 1);
+      if (is({"write", "write-accepted", "write-rejected", "write-timeout", "write-refused"})) n = plus(n, 1);
       break;
     case ClientStep::Kind::increment:
-      if (is({"read-timeout", "read-rejected", "write", "write-accepted", "write-rejected", "write-timeout"}))
+      if (is({"read-timeout", "read-rejected", "read-refused", "write", "write-accepted", "write-rejected",
+              "write-timeout", "write-refused"}))
         n = plus(n, 1);
       break;
     case ClientStep::Kind::check:
@@ -518,9 +521,9 @@ std::optional<std::uint64_t> most_notes(const ClientSpec& spec, std::string_view
     return spec.renewal.on ? std::nullopt : std::optional<std::uint64_t>(0);
   if (label == "aborted") return spec.renewal.on ? most_notes(spec, "acquired") : 0;  // once a hold at most
   static constexpr std::string_view kSteps[] = {
-      "acquire",       "acquire-failed", "acquired",       "gave-up",        "read-timeout",
-      "read-rejected", "write",          "write-accepted", "write-rejected", "write-timeout",
-      "lease-check",   "expired",        "extended",       "extend-failed",  "released"};
+      "acquire",  "acquire-failed", "acquired",       "gave-up",       "read-timeout", "read-rejected",
+      "write",    "write-accepted", "write-rejected", "write-timeout", "lease-check",  "expired",
+      "extended", "extend-failed",  "released",       "read-refused",  "write-refused"};
   bool ours = std::find(std::begin(kSteps), std::end(kSteps), label) != std::end(kSteps);
   for (const ClientStep& s : program_of(spec)) ours = ours || names_note(s, label);
   if (!ours) return std::nullopt;  // a protocol's note (acquire-sent...): no bound known here

@@ -109,6 +109,7 @@ void World::crash(ProcId id, bool power_loss) {
   ++p.fsync_gen;
   p.fsync_local = kTimeMax;
   if (power_loss) p.storage.lose_unsynced();
+  p.host_down = power_loss;
   if (!p.threads.empty()) end_threads(p, true, detail);
 }
 
@@ -133,6 +134,7 @@ void World::restart(ProcId id) {
   Process& p = process_ref(id);  // only the main body runs again: threads are started by it, if at all
   if (p.state != ProcState::crashed) return;
   ++p.incarnation;
+  p.host_down = false;
   p.first_msg = next_msg_;  // what was sent before now is for an earlier incarnation
   record(TraceKind::restart, id, {}, 0, {}, fmt::format("incarnation={}", p.incarnation));
   p.state = ProcState::created;

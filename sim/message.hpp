@@ -178,6 +178,18 @@ struct Message {               // 96 bytes: in the world's slab (64-byte aligned
   }
 };
 
+/// The body of the message a host sends back for a process that is not running (NetworkOptions::
+/// refuse_when_down): `reply_to` names the refused message, `from` the process that was not there.
+struct ConnectionRefused {
+  MsgType refused_type;  ///< the refused message's type
+};
+inline constexpr std::string_view kConnectionRefusedType = "conn-refused";
+
+/// Whether `m` is a host's refusal rather than an answer from the process itself.
+inline bool is_refusal(const Message& m) {
+  return m.as<ConnectionRefused>() != nullptr;
+}
+
 }  // namespace locksim
 
 /// Both format as their text: fmt::format("{}", m.type), fmt::format("{:>8}", m.detail).

@@ -30,6 +30,12 @@ struct LinkOptions {
 
 struct NetworkOptions {
   LinkOptions defaults;
+  /// A message that reaches a process which is not running (crashed, or its body returned) or an earlier
+  /// incarnation of one is answered by its host with a "conn-refused" message (ConnectionRefused, reply_to
+  /// the refused message), as a TCP host answers a connection to a closed port with a reset. Off: silence,
+  /// the sender finds out only by its timeout. A host that lost power (a crash with power loss) answers
+  /// nothing either way, and a paused process still accepts and buffers, as a stopped (SIGSTOP) one does.
+  bool refuse_when_down = false;
   std::map<std::pair<ProcId, ProcId>, LinkOptions> links;  ///< per directed link overrides (ordered map)
 };
 

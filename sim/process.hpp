@@ -115,6 +115,7 @@ class alignas(64) Process {
   std::uint64_t pause_gen = 0;
   Time pause_until{0};           // when the current pause ends (kTimeMax: until an explicit resume)
   bool restart_pending = false;  // crashed with a planned restart: still counts as live
+  bool host_down = false;        // crashed with its host (power loss): nothing answers for it until restart
 
   // Fiber.
   const void* stack_bottom = nullptr;

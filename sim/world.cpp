@@ -450,6 +450,8 @@ LOCKSIM_ALWAYS_INLINE Process* World::deliver(std::uint32_t slot) {
   const Message& m = messages_.items[slot];
   Process& p = *procs_[m.to.value];
   if (p.state == ProcState::crashed || p.state == ProcState::exited || m.id < p.first_msg) {
+    if (network_.options().refuse_when_down) [[unlikely]]
+      return refuse(p, slot);
     record(TraceKind::drop, p.id, m.from, m.id, m.type,
            p.state == ProcState::exited ? "receiver exited" : "receiver crashed");
     messages_.drop(slot);
@@ -474,6 +476,38 @@ LOCKSIM_ALWAYS_INLINE Process* World::deliver(std::uint32_t slot) {
     p.waiting_receive = false;  // one wake is enough
     return wake(p, gen);
   }
+  return nullptr;
+}
+
+Process* World::refuse(Process& p, std::uint32_t slot) {
+  const Message& m = messages_.items[slot];
+  const char* why = p.state == ProcState::exited ? "receiver exited" : "receiver crashed";
+  const Process& host = p.host != nullptr ? *p.host : p;
+  // A packet on a cut link never reaches the host; a host that is down answers nothing; a refusal is not
+  // answered (its sender may be down too).
+  if (network_.any_cut() && network_.blocked(m.from, m.to)) {
+    record(TraceKind::drop, p.id, m.from, m.id, m.type, "partition in flight");
+  } else if (host.host_down || is_refusal(m)) {
+    record(TraceKind::drop, p.id, m.from, m.id, m.type, host.host_down ? "receiver's host down" : why);
+  } else {
+    record(TraceKind::drop, p.id, m.from, m.id, m.type,
+           p.state == ProcState::exited ? "receiver exited: connection refused"
+                                        : "receiver crashed: connection refused");
+    Message r = Message::of(kConnectionRefusedType, ConnectionRefused{m.type});
+    r.id = next_msg_++;
+    r.reply_to = m.id;
+    r.from = p.id;
+    r.to = m.from;
+    record(TraceKind::send, p.id, r.to, r.id, r.type, "by the host");
+    const Fate fate = network_.decide(p.id, r.to, now_);
+    if (fate.lost) {
+      record(TraceKind::drop, r.to, p.id, r.id, r.type, fate.why);
+    } else {  // (a duplicated reset is one reset: the first copy)
+      const std::uint64_t dest = std::uint64_t{r.to.value} << 32;
+      push_event(now_ + fate.delays[0], EvKind::deliver, messages_.put(std::move(r)), dest);
+    }
+  }
+  messages_.drop(slot);
   return nullptr;
 }
 

@@ -385,6 +385,9 @@ class World {
   void wake_after_pause(Process& p);
   /// A send of a process whose stack is unwinding (ProcessKilled: a crash, or the world's end): a killed
   /// process sends nothing. Traced as a drop, "sender crashed" (not at the world's end); returns its id.
+  /// A message for a process that is not running, with refuse_when_down on: its host answers
+  /// "conn-refused" (sim/network.hpp), unless the host is down or the link is cut.
+  [[gnu::cold, gnu::noinline]] Process* refuse(Process& p, std::uint32_t slot);
   [[gnu::cold, gnu::noinline]] std::uint64_t discard_send(Process& p, ProcId to, const Message& m);
   void kill_fiber(Process& p);
   [[noreturn, gnu::cold]] static void went_on_after_its_end(Process& p);

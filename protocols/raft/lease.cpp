@@ -114,7 +114,7 @@ std::optional<Grant> LeaseClient::acquire(Context& ctx, const std::string& key, 
           break;
         }
         // Not done, or perhaps done by a leader that lost its office: ask again (lock is idempotent).
-        if (r->error == "not-leader" || r->error == "leader-changed") {
+        if (RaftClient::nothing_done(*r) || r->error == "leader-changed") {
           if (r->req != last_req) continue;  // an older request's answer: the newer one is still out
           const bool hinted = r->leader && *r->leader != rc_.target();
           rc_.redirect(&*r);

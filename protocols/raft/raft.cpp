@@ -617,17 +617,31 @@ RaftClient::RaftClient(std::vector<ProcId> servers, Duration rpc_timeout, Durati
 std::uint64_t RaftClient::send(Context& ctx, const Command& cmd) {
   if (next_req_ == 1) next_req_ = (ctx.rng().next() >> 16) + 1;  // distinct from any earlier client's ids
   const std::uint64_t req = next_req_++;
-  ctx.send(target(), Message::of(kClientRequestType, ClientRequest{req, cmd},
-                                 fmt::format("{} lease={} {}", to_string(cmd.op), cmd.lease, cmd.name)));
+  last_msg_ =
+      ctx.send(target(), Message::of(kClientRequestType, ClientRequest{req, cmd},
+                                     fmt::format("{} lease={} {}", to_string(cmd.op), cmd.lease, cmd.name)));
+  last_req_ = req;
   return req;
+}
+
+bool RaftClient::nothing_done(const ClientReply& r) {
+  return r.error == "not-leader" || r.error == kConnectionRefusedType;
 }
 
 std::optional<ClientReply> RaftClient::wait(Context& ctx, const std::set<std::uint64_t>& reqs, Time until) {
   for (;;) {
     const Time now = ctx.now();
-    auto m = ctx.receive(until > now ? until - now : 0ns,
-                         [](const Message& msg) { return msg.type == kClientReplyType; });
+    auto m = ctx.receive(until > now ? until - now : 0ns, [](const Message& msg) {
+      return msg.type == kClientReplyType || msg.type == kConnectionRefusedType;
+    });
     if (!m) return std::nullopt;
+    // The host of a member that is not running refused the newest request: nothing was done, ask another.
+    // (A refusal of an older request says nothing the newest one's answer will not.)
+    if (is_refusal(*m)) {
+      if (m->reply_to == last_msg_ && reqs.count(last_req_))
+        return ClientReply{last_req_, false, 0, std::string(kConnectionRefusedType), std::nullopt};
+      continue;
+    }
     const auto* r = m->as<ClientReply>();
     if (r && reqs.count(r->req)) return *r;
   }
@@ -650,7 +664,7 @@ std::optional<ClientReply> RaftClient::submit(Context& ctx, const Command& cmd, 
     auto r = wait(ctx, {req}, std::min(deadline, ctx.now() + rpc_timeout_));
     // "not-leader": nothing was done; "leader-changed": perhaps done. Both are asked again of the next leader
     // (every command is idempotent: a grant through its key), so only a definite answer is returned.
-    if (r && r->error != "not-leader" && r->error != "leader-changed") return r;
+    if (r && !nothing_done(*r) && r->error != "leader-changed") return r;
     const bool hinted = r && r->leader && *r->leader != target();
     redirect(r ? &*r : nullptr);
     if (!hinted && ctx.now() < deadline) ctx.sleep(std::min(retry_pause_, deadline - ctx.now()));

@@ -137,12 +137,17 @@ class RaftClient {
   /// Follow a not-leader answer (or a timeout when `reply` is null): pick the hinted or next member.
   void redirect(const ClientReply* reply);
   ProcId target() const { return servers_[target_]; }
+  /// An answer that says the command was not run: "not-leader", or the refusal of a member's host
+  /// ("conn-refused", NetworkOptions::refuse_when_down).
+  static bool nothing_done(const ClientReply& r);
   Duration rpc_timeout() const { return rpc_timeout_; }
 
  private:
   std::vector<ProcId> servers_;
   std::size_t target_ = 0;
   std::uint64_t next_req_ = 1;
+  std::uint64_t last_msg_ = 0;  ///< the message id of the newest request sent
+  std::uint64_t last_req_ = 0;  ///< its request id
   Duration rpc_timeout_;
   Duration retry_pause_;
 };

@@ -24,10 +24,10 @@ std::string fence_key(const std::string& key) {
   return key + ":token";
 }
 
-/// Replies to requests this client gave up on (timeouts, failed rounds) would otherwise pile up in the
-/// mailbox.
+/// Replies to requests this client gave up on (timeouts, failed rounds), and hosts' refusals of them, would
+/// otherwise pile up in the mailbox.
 void purge_stale_replies(Context& ctx) {
-  while (ctx.receive(0ns, [](const Message& m) { return m.as<Reply>() != nullptr; })) {
+  while (ctx.receive(0ns, [](const Message& m) { return m.as<Reply>() != nullptr || is_refusal(m); })) {
   }
 }
 

@@ -12,6 +12,11 @@ constexpr FieldDoc kNetworkFields[] = {
     {"duplicate", "probability", "0", "chance a message is delivered twice"},
     {"reorder", "probability", "0", "chance a message gets an extra uniform delay in [0, reorder_extra]"},
     {"reorder_extra", "duration", "\"0\"", "required when reorder > 0"},
+    {"connection_refused", "boolean", "false",
+     "a message for a process that is not running (crashed, ended, or an earlier incarnation) is answered at "
+     "once by its host with a refusal, as TCP answers a closed port with a reset; false: silence until the "
+     "sender's timeout. A host that lost power (crash with power_loss) answers nothing either way; a paused "
+     "process still accepts and buffers"},
     {"link", "array of tables", "", "per-link overrides: [[network.link]]"},
 };
 constexpr FieldDoc kLinkFields[] = {
@@ -51,6 +56,7 @@ void Loader::network(const Tab& root, Scenario& s) const {
   if (auto n = sub_table(root, "network")) {
     only_schema(*n, "network");
     link_options(*n, s.network.defaults);
+    if (auto v = boolean(*n, "connection_refused")) s.network.refuse_when_down = *v;
     for (const Tab& l : table_array(*n, "link")) {
       only_schema(l, "network.link");
       LinkSpec spec;
