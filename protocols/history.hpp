@@ -93,6 +93,7 @@ struct WriteRecord {
   std::optional<std::uint64_t> token;  ///< token carried by the write (none for unfenced protocols)
   Time sent{};                         ///< when the client sent it (after any pause its own note triggered)
   Time checked{};                      ///< when the client last checked its lease before this write
+  bool lease_checked = false;          ///< it did check in this hold (else `checked` is the write's time)
   bool acknowledged = false;           ///< the client got the accepted answer back
   bool read_modify_write = false;      ///< value was computed from a read
   std::uint64_t read = kNoId;          ///< ReadRecord::id of that read (kNoId: none)

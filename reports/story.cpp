@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "reports/report.hpp"
 
@@ -75,10 +77,11 @@ std::string meanwhile(const RunOutput& run, Time from, Time to) {
 
 /// "client1 acquired the lock at 0.2 s with token 3 (epoch 1) and believed it valid until 10.2 s." and, in
 /// `before` and `after`, the client's pauses while it was acquiring and after it held the lock, up to
-/// `until`.
+/// `until`. With `check`, `after` also tells of that sentence (a lease check) in its place among the pauses.
 std::string holder(const RunOutput& run, const std::map<std::string, std::vector<Pause>>& pauses,
                    const GrantRecord& g, std::uint64_t epoch, Time until, std::string* before = nullptr,
-                   std::string* after = nullptr) {
+                   std::string* after = nullptr,
+                   const std::optional<std::pair<Time, std::string>>& check = std::nullopt) {
   std::string s = fmt::format("{} acquired the lock at {} with {} (epoch {})", g.client, secs(g.granted),
                               tok(g.token), epoch);
   if (g.believed_valid_until != kTimeMax)
@@ -87,6 +90,7 @@ std::string holder(const RunOutput& run, const std::map<std::string, std::vector
   if (run.check.backed.size() > g.id && !run.check.backed[g.id])
     s += " (No service record backs this grant: its epoch follows the time the client heard of it.)";
   std::string b, a;
+  bool told_check = false;
   if (auto it = pauses.find(g.client); it != pauses.end()) {
     for (const Pause& p : it->second) {
       if (p.to < g.granted || p.from > until) continue;
@@ -94,10 +98,16 @@ std::string holder(const RunOutput& run, const std::map<std::string, std::vector
       if (p.from < g.granted)
         b += fmt::format(" While it was acquiring, it was paused from {} to {} ({}).", secs(p.from),
                          secs(p.to), len);
-      else
+      else {
+        if (check && !told_check && p.from >= check->first) {
+          a += check->second;
+          told_check = true;
+        }
         a += fmt::format(" Then it was paused from {} to {} ({}).", secs(p.from), secs(p.to), len);
+      }
     }
   }
+  if (check && !told_check) a += check->second;
   if (!before) return s + b + a;
   *before = b;
   *after = a;
@@ -117,9 +127,13 @@ std::string stale_story(const RunOutput& run, const std::map<std::string, std::v
   const GrantRecord& gs = h.grants.at(stale.grant);
   const GrantRecord& gn = h.grants.at(newer.grant);
   std::string before, after;
-  std::string s = holder(run, pauses, gs, v.later.epoch, stale.sent, &before, &after);
+  const std::pair<Time, std::string> check =
+      stale.lease_checked
+          ? std::pair{stale.checked,
+                      fmt::format(" It checked its lease at {} and it looked valid.", secs(stale.checked))}
+          : std::pair{stale.sent, std::string(" It did not check its lease before it wrote.")};
+  std::string s = holder(run, pauses, gs, v.later.epoch, stale.sent, &before, &after, check);
   s += before;
-  s += fmt::format(" It checked its lease at {} and it looked valid.", secs(stale.checked));
   s += after;
   s += meanwhile(run, gs.requested, v.later.arrived);
   if (gs.believed_valid_until != kTimeMax && gs.believed_valid_until < v.earlier.arrived)

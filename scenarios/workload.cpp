@@ -330,6 +330,7 @@ class ClientRun {
     wr.token = fenced_ ? grant().token : std::nullopt;
     wr.sent = w_.now();
     wr.checked = checked;
+    wr.lease_checked = checked_.has_value();
     wr.read_modify_write = rd.has_value();
     wr.read = rd ? rd->id : kNoId;
     if (rd) wr.read_value = rd->value;  // nothing when the read was not an integer

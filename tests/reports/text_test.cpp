@@ -326,3 +326,30 @@ TEST(DescribeEvent, SaysTimeClocksAndWhatHappened) {
   EXPECT_TRUE(saw_send);
   EXPECT_TRUE(saw_accept);
 }
+
+// The stale write's story tells of the lease check only when there was one, in its place among the pauses.
+TEST(Story, TellsOfALeaseCheckBeforeThePauseThatFollowedIt) {
+  auto [sc, run] = run_catalog("kleppmann-gc-pause", "redis");
+  const std::string s = story(run);
+  const auto check = s.find("It checked its lease at");
+  const auto pause = s.find("Then it was paused from");
+  ASSERT_NE(check, std::string::npos) << s;
+  ASSERT_NE(pause, std::string::npos) << s;
+  EXPECT_LT(check, pause) << s;
+  EXPECT_EQ(s.find("did not check"), std::string::npos) << s;
+}
+
+TEST(Story, SaysSoWhenTheHolderNeverCheckedItsLease) {
+  // The lock-set program has no check step: the paused holder wrote as it woke.
+  auto [sc, run] = run_catalog("jepsen-etcd-lock-set-keepalive", "lease");
+  const std::string all = story(run);
+  EXPECT_EQ(all.find("It checked its lease"), std::string::npos) << all;
+  // The first stale write's story (one per line).
+  const auto at = all.find("It did not check its lease before it wrote.");
+  ASSERT_NE(at, std::string::npos) << all;
+  const auto begin = all.rfind('\n', at), end = all.find('\n', at);
+  const std::string s = all.substr(begin == std::string::npos ? 0 : begin + 1, end - begin);
+  const auto pause = s.find("Then it was paused from");
+  ASSERT_NE(pause, std::string::npos) << s;
+  EXPECT_LT(pause, s.find("It did not check")) << s;
+}
