@@ -83,9 +83,17 @@ std::string compare_report(const std::vector<RunOutput>& runs, const Scenario& s
     for (const auto& c : cols)
       if (i >= c.size() || i >= cols[0].size() || c[i].what != cols[0][i].what) part = i;
 
-  const int total = style.width > 0 ? style.width : 100;
-  const std::size_t w =
-      static_cast<std::size_t>(std::max(24, (total - 6) / static_cast<int>(runs.size()) - 2));
+  // Each column as wide as its longest cell. On a terminal (style.width set) the columns share its width and
+  // a longer cell is cut with '~' (said below the table); written to a file or a pipe nothing is cut.
+  std::size_t needed = 0;
+  for (const auto& r : runs) needed = std::max(needed, r.protocol.size());
+  for (const auto& c : cols)
+    for (const Step& s : c) needed = std::max(needed, s.text.size());
+  std::size_t w = needed;
+  if (style.width > 0)
+    w = std::min(needed, static_cast<std::size_t>(
+                             std::max(24, (style.width - 6) / static_cast<int>(runs.size()) - 2)));
+  const bool cut = w < needed;
   out += fmt::format("counterfactual: {} (seed {}), the identical fault plan against {} protocols\n", sc.name,
                      runs[0].seed, runs.size());
   out += "      ";
@@ -104,6 +112,11 @@ std::string compare_report(const std::vector<RunOutput>& runs, const Scenario& s
   }
   if (part == ~std::size_t{0})
     out += "the histories never part: every protocol saw the same client-level story\n";
+  if (cut)
+    out += fmt::format(
+        "(cells cut to fit {} columns: widen the terminal, or write the comparison to a file "
+        "with -o for every word)\n",
+        style.width);
   out += "verdicts:";
   for (const auto& r : runs) {
     const std::string v(to_string(r.verdict()));

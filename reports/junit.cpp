@@ -1,5 +1,6 @@
-// JUnit XML for `locksim check`, the dialect Jenkins, GitLab and GitHub test reporters read: one <testsuite>
-// with tests/failures/errors/time counts, one <testcase classname="scenario" name="protocol"> per run.
+// JUnit XML for `locksim check` and `run --report junit`, the dialect Jenkins, GitLab and GitHub test
+// reporters read: <testsuites> around one <testsuite> with tests/failures/errors/time counts, one <testcase
+// classname="scenario" name="protocol" file="..."> per run.
 #include <fmt/format.h>
 #include <chrono>
 
@@ -109,36 +110,40 @@ std::string junit_report(const std::vector<JUnitCase>& cases) {
     errors += o == Outcome::error;
     total += c.seconds;
   }
+  const std::string counts =
+      fmt::format("tests=\"{}\" failures=\"{}\" errors=\"{}\"", cases.size(), failures, errors);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format(
-      "<testsuite name=\"locksim check\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" "
-      "time=\"{}\">\n",
-      cases.size(), failures, errors, seconds(total));
+  out += fmt::format("<testsuites name=\"locksim\" {} time=\"{}\">\n", counts, seconds(total));
+  out += fmt::format("  <testsuite name=\"locksim\" {} skipped=\"0\" time=\"{}\">\n", counts, seconds(total));
   for (const auto& c : cases) {
-    out += fmt::format("  <testcase classname=\"{}\" name=\"{}\" time=\"{}\"", xml_escape(c.scenario),
-                       xml_escape(c.protocol), seconds(c.seconds));
+    out += fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xml_escape(c.scenario),
+                       xml_escape(c.protocol));
+    if (!c.file.empty()) out += fmt::format(" file=\"{}\"", xml_escape(c.file));
+    out += fmt::format(" time=\"{}\"", seconds(c.seconds));
+    const auto element = [&](const char* tag, const char* type, const std::string& message) {
+      out += fmt::format(">\n      <{} message=\"{}\" type=\"{}\"", tag, xml_escape(message), type);
+      out += c.details.empty() ? std::string("/>\n") : fmt::format(">{}</{}>\n", xml_text(c.details), tag);
+      out += "    </testcase>\n";
+    };
     switch (outcome(c)) {
       case Outcome::pass:
         if (c.message.empty()) {
           out += "/>\n";
         } else {
-          out += ">\n    <system-out>" + xml_text(c.message) + "</system-out>\n  </testcase>\n";
+          out += ">\n      <system-out>" + xml_text(c.message) + "</system-out>\n    </testcase>\n";
         }
         break;
       case Outcome::failure: {
         const std::string head = fmt::format("expected {}, got {}", c.expected, c.got);
-        out += fmt::format(">\n    <failure message=\"{}\" type=\"verdict\">{}</failure>\n  </testcase>\n",
-                           xml_escape(c.message.empty() ? head : head + ": " + c.message),
-                           xml_text(c.message.empty() ? head : head + "\n" + c.message));
+        element("failure", "expectation", c.message.empty() ? head : head + ": " + c.message);
         break;
       }
       case Outcome::error:
-        out += fmt::format(">\n    <error message=\"{}\" type=\"run\">{}</error>\n  </testcase>\n",
-                           xml_escape(c.message.empty() ? "no verdict" : c.message), xml_text(c.message));
+        element("error", "input", c.message.empty() ? "no verdict" : c.message);
         break;
     }
   }
-  out += "</testsuite>\n";
+  out += "  </testsuite>\n</testsuites>\n";
   return out;
 }
 

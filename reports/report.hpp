@@ -60,14 +60,18 @@ struct JUnitCase {
   std::string expected;  ///< expected verdict ("safe"/"unsafe"); empty when the scenario states none
   std::string got;       ///< the verdict the run gave; empty when the run could not be made (an error)
   double seconds = 0;    ///< wall time the check took (for CI dashboards only; never enters a trace)
-  std::string message;   ///< why it failed (or extra output for a passing case), e.g. the replay command
+  std::string message;   ///< one line: why it failed or could not run (a passing case: extra output)
   /// Whether the expectation was met, when it was judged by more than a verdict word (a richer [expect]
   /// or a seed range); unset: met iff `got` equals `expected`.
   std::optional<bool> met;
+  std::string details;  ///< the failure's or error's text: the story of what happened, the replay command
+  std::string file;     ///< the scenario's file (a catalog scenario: its path in the repository)
 };
 
-/// JUnit XML for CI systems: one <testsuite name="locksim check"> with one <testcase> per case; a case whose
-/// verdict differs from its expectation is a <failure>, a case that produced no verdict an <error>.
+/// JUnit XML for CI systems (the dialect Jenkins' and GitLab's parsers read): <testsuites> holding one
+/// <testsuite name="locksim"> with one <testcase> per case; a case whose expectation was not met is a
+/// <failure>, a case that produced no verdict (a bad file, an inconclusive run) an <error>. A failure's
+/// `message` is one line, its text the details (the story): nothing is said twice.
 std::string junit_report(const std::vector<JUnitCase>& cases);
 
 }  // namespace locksim

@@ -42,6 +42,11 @@ Scenario load_scenario(const std::string& name_or_path) {
   const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
                                name_or_path.ends_with(".toml") || std::filesystem::exists(name_or_path);
   if (looks_like_path) {
+    if (std::filesystem::is_directory(name_or_path))
+      throw InputError(name_or_path, 0, "scenario",
+                       fmt::format("a directory, not a scenario file (`locksim check {}` judges every "
+                                   "scenario in it)",
+                                   name_or_path));
     if (!std::filesystem::is_regular_file(name_or_path))
       throw InputError(name_or_path, 0, "scenario", "no such file");
     return load_scenario_file(name_or_path);

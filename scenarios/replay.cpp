@@ -495,6 +495,8 @@ ReplayFile load_replay_text(std::string_view text, const std::string& filename) 
 
 ReplayFile load_replay_file(const std::string& path) {
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path, 0, "file", "a directory, not a replay file");
   if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path, 0, "file", "no such file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, "file", fmt::format("cannot open: {}", std::strerror(errno)));

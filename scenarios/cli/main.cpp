@@ -1,429 +1,66 @@
-// The locksim command line. Exit codes: 0 as expected / safe, 1 violation or expectation not met, 2 input
-// error.
+// The locksim command line: its commands and options (CLI11). Exit codes: 0 as expected (`run`: safe), 1 a
+// violation or an expectation not met, 2 a usage or input error (scenarios/cli/cli.hpp).
 #include <fmt/format.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <limits>
 
-#include "reports/report.hpp"
 #include "scenarios/catalog.hpp"
-#include "scenarios/expectation.hpp"
-#include "scenarios/explore.hpp"
+#include "scenarios/cli/cli.hpp"
 #include "scenarios/loader/schema.hpp"
-#include "scenarios/runner.hpp"
 
 #if defined(LOCKSIM_HAVE_BENCH)
 #include "bench/bench.hpp"
 #endif
 
-namespace fs = std::filesystem;
 using namespace locksim;
+using namespace locksim::cli;
 
 namespace {
 
-constexpr int kOk = 0, kFail = 1, kInput = 2;
 constexpr std::uint64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 
-[[noreturn]] void input_error(const std::string& msg) {
-  fmt::print(stderr, "locksim: error: {}\n", msg);
-  std::exit(kInput);
+/// The command a parse error belongs to (the app itself when none was reached).
+CLI::App* command_of(CLI::App& app) {
+  for (CLI::App* s : app.get_subcommands({}))
+    if (s->parsed()) return s;
+  return &app;
 }
 
-/// An integer option's check. CLI11 2.1 (Debian 12) converts with strtoull/strtoll in base 0: "-1" wraps
-/// around for an unsigned option, "010" is octal, and a number too big for the type saturates silently.
-/// This accepts decimal digits only, within [lo, hi], and hands CLI11 the number without leading zeros.
-CLI::Validator whole_number(std::uint64_t lo, std::uint64_t hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& s) -> std::string {
-        std::uint64_t v = 0;
-        const bool digits =
-            !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (!digits || ec != std::errc{} || end != s.data() + s.size() || v < lo || v > hi)
-          return fmt::format("expected a whole number from {} to {}, not '{}'", lo, hi, s);
-        s = std::to_string(v);
-        return {};
-      },
-      fmt::format("{}..{}", lo, hi));
-}
-
-std::vector<std::string> protocol_names() {
-  register_builtin_protocols();
-  return ProtocolRegistry::instance().names();
-}
-
-void validate_protocols(const std::vector<std::string>& ps) {
-  auto names = protocol_names();
-  for (const auto& p : ps) {
-    if (std::find(names.begin(), names.end(), p) != names.end()) continue;
-    std::string near = nearest(p, names);
-    input_error(fmt::format("unknown protocol '{}'{}; known: {}", p,
-                            near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near),
-                            fmt::join(names, ", ")));
+/// An option the command does not have: "unknown option '--seeed' (did you mean '--seed'?)"; else the first
+/// argument it did not expect.
+std::string extras_message(CLI::App& cmd) {
+  const std::vector<std::string> extra = cmd.remaining();
+  std::vector<std::string> names;
+  for (const CLI::Option* o : cmd.get_options()) {
+    for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+    for (const std::string& s : o->get_snames()) names.push_back("-" + s);
   }
+  for (const std::string& a : extra) {
+    if (a.size() < 2 || a[0] != '-') continue;
+    const std::string name = a.substr(0, a.find('='));
+    const std::string near = nearest(name, names);
+    return fmt::format("unknown option '{}'{}", name,
+                       near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
+  }
+  if (extra.empty()) return "unexpected arguments";
+  return fmt::format("unexpected argument{} {}", extra.size() > 1 ? "s" : "",
+                     fmt::format("'{}'", fmt::join(extra, "' '")));
 }
 
-/// Protocols to run for a scenario: the ones asked for, else the scenario's own list, else all registered.
-std::vector<std::string> protocols_for(const Scenario& sc, const std::vector<std::string>& asked) {
-  if (!asked.empty()) return asked;
-  if (!sc.protocols.empty()) return sc.protocols;
-  std::vector<std::string> out;
-  for (const auto& [p, v] : sc.expect) out.push_back(p);
-  return out.empty() ? protocol_names() : out;
-}
-
-bool use_color(bool no_color) {
-  return !no_color && isatty(fileno(stdout)) && std::getenv("NO_COLOR") == nullptr;
-}
-
-/// Columns for the terminal timeline: $COLUMNS, else the terminal's width, else 0 (the report's default,
-/// 100).
-int term_width() {
-  if (const char* c = std::getenv("COLUMNS")) {
-    const int n = std::atoi(c);
-    if (n > 0) return std::clamp(n, 60, 400);
-  }
-  winsize ws{};
-  if (isatty(fileno(stdout)) && ioctl(fileno(stdout), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-    return std::clamp(static_cast<int>(ws.ws_col), 60, 400);
-  return 0;
-}
-
-TextStyle text_style(bool no_color, bool to_file = false) {
-  return TextStyle{!to_file && use_color(no_color), to_file ? 0 : term_width()};
-}
-
-/// `run --step`: one trace event at a time, each followed by a wait for Enter on stdin ('q' + Enter quits; at
-/// the end of stdin the rest runs without waiting). Returns false when the user quit.
-bool step_through(const RunOutput& r, const Scenario& sc, TextStyle style) {
-  fmt::print("{} with {}: {} events. Enter = next event, q + Enter = quit.\n\n", sc.name, r.protocol,
-             r.trace.size());
-  bool wait = true;
-  for (std::size_t i = 0; i < r.trace.size(); ++i) {
-    fmt::print("[{:>{}}/{}] {}\n", i + 1, std::to_string(r.trace.size()).size(), r.trace.size(),
-               describe_event(r, r.trace[i], style));
-    if (!wait || i + 1 == r.trace.size()) continue;
-    std::fflush(stdout);
-    std::string line;
-    if (!std::getline(std::cin, line)) {
-      wait = false;  // no more input: run to the end
-      continue;
-    }
-    if (line == "q" || line == "Q") {
-      fmt::print("stopped after event {} of {}.\n", i + 1, r.trace.size());
-      return false;
-    }
-  }
-  fmt::print("\n");
-  return true;
-}
-
-void emit(const std::string& text, const std::string& out_file) {
-  if (out_file.empty()) {
-    fmt::print("{}", text);
-    return;
-  }
-  std::ofstream f(out_file, std::ios::binary);
-  if (!f) input_error(fmt::format("{}: cannot open for writing", out_file));
-  f << text;
-}
-
-/// Every .toml under the given paths (files or directories, recursively), sorted; the catalog when empty.
-std::vector<std::string> scenario_inputs(const std::vector<std::string>& paths) {
-  if (paths.empty()) return catalog_names();
-  std::vector<std::string> out;
-  for (const auto& p : paths) {
-    if (fs::is_directory(p)) {
-      std::vector<std::string> found;
-      for (const auto& e : fs::recursive_directory_iterator(p))
-        if (e.is_regular_file() && e.path().extension() == ".toml") found.push_back(e.path().string());
-      std::sort(found.begin(), found.end());
-      if (found.empty()) input_error(fmt::format("{}: no .toml scenario files in this directory", p));
-      out.insert(out.end(), found.begin(), found.end());
-    } else {
-      out.push_back(p);
-    }
-  }
-  return out;
-}
-
-/// One scenario × protocol judged against its expectation (over its seeds, when it names a range).
-struct Cell {
-  std::string scenario, protocol;
-  Verdict got = Verdict::safe;  ///< unsafe if any run was
-  std::string got_text;         ///< "unsafe", or "unsafe in 3 of 20 seed(s) run"
-  std::optional<Expectation> expected;
-  bool met = true;
-  std::string why;  ///< when not met
-  std::uint64_t seed = 0;
-  bool ok() const { return met; }
-};
-
-/// A run that stopped at a limit (events, simulated time, mailbox) with no anomaly recorded is inconclusive:
-/// its history was cut short wherever the limit fell, with clients still running, so it gets no verdict (a
-/// recorded anomaly is unsafe wherever the run stopped). Throws InputError
-/// ("FILE: limit: ..."): exit 2. A scenario that means to observe for a fixed time says so with its clients'
-/// `give_up_at` (the Jepsen workload does), so its clients finish and the run ends as "done" before
-/// `max_time`.
-void require_within_limits(const RunOutput& r, const Scenario& sc) {
-  if (!r.inconclusive()) return;  // finished, or unsafe wherever it stopped: a recorded anomaly is a verdict
-  std::string which;
-  switch (r.run.reason) {
-    case StopReason::time_limit:
-      which = fmt::format("max_time = {} with clients still running", format_time(sc.max_time));
-      break;
-    case StopReason::event_limit:
-      which = fmt::format("max_events = {}", sc.max_events);
-      break;
-    default:
-      which = "a mailbox over its limit (a process flooded with messages)";
-      break;
-  }
-  throw InputError(
-      sc.file.empty() ? sc.name : sc.file, 0, "limit",
-      fmt::format("{} with {} stopped at {} after {} events at {}: inconclusive, no verdict; raise "
-                  "[limits] or shorten the scenario",
-                  sc.name, r.protocol, which, r.run.events, format_time(r.run.end)));
-}
-
-Cell run_cell(const Scenario& sc, const std::string& p) {
-  Cell c;
-  c.scenario = sc.name;
-  c.protocol = p;
-  c.seed = sc.seed;
-  auto one = [&](std::uint64_t seed) {
-    RunOptions ro;
-    ro.keep_trace = false;
-    ro.seed = seed;
-    RunOutput r = run_scenario(sc, p, ro);
-    require_within_limits(r, sc);
-    if (r.verdict() == Verdict::unsafe) c.got = Verdict::unsafe;
-    return r;
-  };
-  auto it = sc.expect.find(p);
-  if (it == sc.expect.end()) {
-    one(sc.seed);
-    c.got_text = std::string(to_string(c.got));
-    return c;
-  }
-  c.expected = it->second;
-  const ExpectationOutcome o = judge_expectation(it->second, sc.seed, one);
-  c.met = o.met;
-  c.why = o.why;
-  c.got_text = o.got;
-  c.seed = o.first_seed;
-  return c;
-}
-
-int cmd_list() {
-  fmt::print("scenarios:\n");
-  for (const auto& e : catalog()) {
-    Scenario sc = load_scenario(std::string(e.name));
-    fmt::print("  {:<34} {}\n  {:<34} source: {}\n", sc.name, sc.title, "", sc.source);
-  }
-  fmt::print("\nprotocols:\n");
-  auto& reg = ProtocolRegistry::instance();
-  for (const auto& n : protocol_names()) {
-    fmt::print("  {:<14} {}\n", n, reg.summary(n));
-    for (const Variant& v : reg.make(n)->variants())
-      fmt::print("  {:<14}   variant {}: {}\n", "", v.name, v.doc);
-  }
-  fmt::print("\nresource (store) variants:\n");
-  for (const Variant& v : resource_variants()) fmt::print("  {:<22} {}\n", v.name, v.doc);
-  return kOk;
-}
-
-/// `run --compare P1,P2,...`: the identical fault plan against several protocols, side by side.
-int cmd_compare(const std::string& scenario, const std::vector<std::string>& ps,
-                std::optional<std::uint64_t> seed, const std::string& out_file, bool no_color) {
-  if (ps.size() < 2)
-    input_error("--compare needs at least two protocols, e.g. --compare redlock,lease+fence");
-  validate_protocols(ps);
-  Scenario sc = load_scenario(scenario);
-  std::vector<RunOutput> runs;
-  bool any_unsafe = false;
-  for (const auto& p : ps) {
-    RunOptions ro;
-    ro.seed = seed;
-    runs.push_back(run_scenario(sc, p, ro));
-    any_unsafe |= !runs.back().check.safe;
-  }
-  emit(compare_report(runs, sc, text_style(no_color, !out_file.empty())), out_file);
-  return any_unsafe ? kFail : kOk;
-}
-
-int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in,
-            std::optional<std::uint64_t> seed, const std::string& report, const std::string& out_file,
-            bool no_color, bool trace, bool step) {
-  Scenario sc = load_scenario(scenario);
-  auto ps = protocols_for(sc, ps_in);
-  validate_protocols(ps);
-  if (report == "html" && ps.size() > 1)
-    input_error(
-        fmt::format("--report html draws one run; choose one protocol with -p (this scenario runs {})",
-                    fmt::join(ps, ", ")));
-  bool any_unsafe = false;
-  std::string text;
-  std::vector<std::string> jsons;
-  std::vector<JUnitCase> cases;
-  for (const auto& p : ps) {
-    RunOptions ro;
-    ro.seed = seed;
-    const WallTimer timer;  // JUnit durations only
-    RunOutput r = run_scenario(sc, p, ro);
-    require_within_limits(r, sc);
-    any_unsafe |= !r.check.safe;
-    if (step && !step_through(r, sc, text_style(no_color))) return r.check.safe ? kOk : kFail;
-    if (report == "html") {
-      text = html_report(r, sc);
-    } else if (report == "junit") {
-      auto exp = sc.expect.find(p);
-      JUnitCase jc{sc.name,
-                   p,
-                   exp == sc.expect.end() ? "" : exp->second.describe(),
-                   std::string(to_string(r.verdict())),
-                   timer.seconds(),
-                   ""};
-      if (!r.check.safe)
-        jc.message = story(r) + fmt::format("replay: locksim run {} -p {} --seed {}", scenario, p, r.seed);
-      cases.push_back(std::move(jc));
-    } else if (report == "json") {
-      jsons.push_back(json_report(r, sc));
-    } else {
-      if (!text.empty()) text += "\n" + std::string(78, '-') + "\n\n";
-      text += text_report(r, sc, text_style(no_color, !out_file.empty()));
-      if (trace)
-        for (const auto& ev : r.trace)
-          text += Trace::format(ev, r.name_of(ev.proc), r.name_of(ev.peer)) + "\n";
-    }
-  }
-  if (report == "junit") text = junit_report(cases);
-  if (report == "json") {
-    if (jsons.size() == 1)
-      text = jsons[0];
-    else {
-      text = "[\n";
-      for (std::size_t i = 0; i < jsons.size(); ++i) text += jsons[i] + (i + 1 < jsons.size() ? ",\n" : "\n");
-      text += "]\n";
-    }
-  }
-  emit(text, out_file);
-  return any_unsafe ? kFail : kOk;
-}
-
-int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<std::string>& ps_in,
-               const std::string& format) {
-  validate_protocols(ps_in);
-  std::vector<Scenario> scs;
-  for (const auto& s : scenario_inputs(scenarios_in)) scs.push_back(load_scenario(s));
-  std::vector<std::string> cols = ps_in;
-  if (cols.empty()) {
-    for (const auto& sc : scs)
-      for (const auto& p : protocols_for(sc, {}))
-        if (std::find(cols.begin(), cols.end(), p) == cols.end()) cols.push_back(p);
-  }
-  std::size_t w0 = 8;
-  for (const auto& sc : scs) w0 = std::max(w0, sc.name.size());
-  const bool md = format == "md";
-  std::string out;
-  auto row = [&](const std::string& first, const std::vector<std::string>& cells) {
-    if (md) {
-      out += "| " + first + " |";
-      for (const auto& c : cells) out += " " + c + " |";
-    } else {
-      out += fmt::format("{:<{}}", first, w0);
-      for (std::size_t i = 0; i < cells.size(); ++i)
-        out += fmt::format("  {:<{}}", cells[i], std::max<std::size_t>(cols[i].size(), 10));
-    }
-    out += "\n";
-  };
-  row("scenario", cols);
-  if (md) {
-    out += "|---|";
-    for (std::size_t i = 0; i < cols.size(); ++i) out += "---|";
-    out += "\n";
-  }
-  int mismatches = 0;
-  for (const auto& sc : scs) {
-    std::vector<std::string> cells;
-    auto mine = protocols_for(sc, {});
-    for (const auto& p : cols) {
-      if (ps_in.empty() && std::find(mine.begin(), mine.end(), p) == mine.end()) {
-        cells.push_back("—");
-        continue;
-      }
-      Cell c = run_cell(sc, p);
-      if (!c.ok()) ++mismatches;
-      std::string mark = !c.expected ? "" : c.ok() ? " ✓" : " ✗";
-      cells.push_back(std::string(to_string(c.got)) + mark);
-    }
-    row(sc.name, cells);
-  }
-  out += fmt::format("\n✓ = as expected, ✗ = NOT as expected; {} mismatch(es)\n", mismatches);
-  fmt::print("{}", out);
-  return mismatches ? kFail : kOk;
-}
-
-int cmd_check(const std::vector<std::string>& paths, const std::string& junit_file) {
-  int passed = 0, failed = 0;
-  std::vector<JUnitCase> cases;
-  for (const auto& s : scenario_inputs(paths)) {
-    Scenario sc = load_scenario(s);
-    if (sc.expect.empty()) {
-      fmt::print("SKIP  {}: no expected verdicts\n", sc.name);
-      continue;
-    }
-    for (const auto& [p, e] : sc.expect) {
-      const WallTimer timer;  // JUnit durations only
-      Cell c = run_cell(sc, p);
-      (c.ok() ? passed : failed)++;
-      JUnitCase jc{sc.name, p, e.describe(), c.got_text, timer.seconds(), "", c.met};
-      if (!c.ok())
-        jc.message = fmt::format("expected {}, got {}: {}; replay: locksim run {} -p {} --seed {}",
-                                 e.describe(), c.got_text, c.why, s, p, c.seed);
-      cases.push_back(std::move(jc));
-      fmt::print(
-          "{}  {} × {}: {} (expected {}){}\n", c.ok() ? "PASS" : "FAIL", sc.name, p, c.got_text, e.describe(),
-          c.ok() ? ""
-                 : fmt::format("\n      {}; replay: locksim run {} -p {} --seed {}", c.why, s, p, c.seed));
-    }
-  }
-  fmt::print("{} passed, {} failed\n", passed, failed);
-  if (!junit_file.empty()) emit(junit_report(cases), junit_file);
-  return failed ? kFail : kOk;
-}
-
-int cmd_demo(bool no_color) {
-  const std::string name = "kleppmann-gc-pause";
-  Scenario sc = load_scenario(name);
-  const TextStyle style = text_style(no_color);
-  fmt::print("{}\n{}\n\n", sc.title, sc.teaches);
-  int mismatches = 0;
-  std::string summary;
-  for (const auto& p : protocols_for(sc, {})) {
-    RunOutput r = run_scenario(sc, p);
-    fmt::print("{}\n", std::string(78, '='));
-    fmt::print("{}", text_report(r, sc, style));
-    auto exp = sc.expect.find(p);
-    const bool ok = exp == sc.expect.end() || unmet_in_run(exp->second, r).empty();
-    if (!ok) ++mismatches;
-    summary += fmt::format("  {:<12} {:<7} {}\n", p, to_string(r.verdict()),
-                           exp == sc.expect.end() ? ""
-                           : ok                   ? "(as the literature says)"
-                                                  : "(NOT as expected)");
-  }
-  fmt::print("{}\nverdicts for {}:\n{}", std::string(78, '='), name, summary);
-  fmt::print("\nnext: `locksim run {} -p redis --report json`, `locksim matrix`, `locksim list`\n", name);
-  return mismatches ? kFail : kOk;
+/// CLI11's errors in our words: help and --version print and exit 0; anything else is "locksim: error: ..."
+/// with where to look, exit 2.
+int parse_error(CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_exit_code() == 0) return app.exit(e) == 0 ? kOk : kInput;  // --help, --version
+  CLI::App* cmd = command_of(app);
+  const std::string what =
+      dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr ? extras_message(*cmd) : std::string(e.what());
+  const std::string where =
+      cmd == &app ? "locksim --help" : fmt::format("locksim {} --help", cmd->get_name());
+  fmt::print(stderr, "locksim: error: {}\nrun `{}` for the options\n", what, where);
+  return kInput;
 }
 
 }  // namespace
@@ -456,7 +93,7 @@ int main(int argc, char** argv) {
   run->add_option("--report", report,
                   "report format: text (terminal), json, html (one page with a space-time "
                   "diagram; use -o FILE), junit (one test case per protocol)")
-      ->check(CLI::IsMember({"text", "json", "html", "junit"}));
+      ->check(one_of({"text", "json", "html", "junit"}));
   run->add_option("-o,--output", out_file, "write the report to FILE");
   run->add_flag("--no-color", no_color, "plain text even on a terminal");
   run->add_flag("--trace", trace, "append the full event trace (text report)");
@@ -473,14 +110,17 @@ int main(int argc, char** argv) {
   auto* matrix = app.add_subcommand("matrix", "Verdict table: scenarios × protocols, against expectations");
   matrix->add_option("SCENARIO", mscen, "scenarios (default: the catalog)");
   matrix->add_option("-p,--protocol", mprot, "protocols (default: every protocol a scenario expects)");
-  matrix->add_option("--format", mformat, "table format")->check(CLI::IsMember({"text", "md"}));
+  matrix->add_option("--format", mformat, "table format")->check(one_of({"text", "md"}));
 
   std::vector<std::string> cpaths;
   std::string cjunit;
+  bool cno_color = false;
   auto* check = app.add_subcommand("check", "Check every scenario's expected verdicts (what CI runs)");
   check->add_option("PATH", cpaths, "scenario files or directories (default: the catalog)");
   check->add_option("--junit", cjunit,
-                    "also write JUnit XML to FILE (one test case per scenario × protocol)");
+                    "also write JUnit XML to FILE (one test case per scenario × protocol; written even when "
+                    "a file is bad)");
+  check->add_flag("--no-color", cno_color, "plain text even on a terminal");
 
   bool dno_color = false;
   auto* demo =
@@ -501,7 +141,7 @@ int main(int argc, char** argv) {
   explore->add_option("SCENARIO", xa.scenario, "catalog name or path to a .toml file")->required();
   explore->add_option("-p,--protocol", xa.protocol, "protocol to explore")->required();
   explore->add_option("--seeds", xa.seeds, "number of seeds (runs)")
-      ->transform(whole_number(1, Scenario::kMaxSeed + 1));
+      ->transform(whole_number(1, Scenario::kMaxSeed));
   explore->add_option("--first-seed", xa.first_seed, "first seed")
       ->transform(whole_number(0, Scenario::kMaxSeed));
   explore
@@ -514,7 +154,7 @@ int main(int argc, char** argv) {
                       "JSONL file, one line per run in seed order ({shard} = shard index)");
   explore->add_flag("--resume", xa.resume, "skip the seeds already in --out and append the rest");
   explore->add_option("--mode", xa.mode, "within: the protocol's timing assumptions; anything: anything goes")
-      ->check(CLI::IsMember({"within", "anything"}));
+      ->check(one_of({"within", "anything"}));
   explore->add_option("--max-faults", xa.max_faults, "most timed faults in one plan")
       ->transform(whole_number(1, ExploreArgs::kMaxFaults));
   explore->add_flag("--keep-faults", xa.keep_scripted,
@@ -547,11 +187,21 @@ int main(int argc, char** argv) {
       return kInput;
     }
   }
+  // An option of locksim itself (not of a command) that it does not have.
+  if (argc > 1 && argv[1][0] == '-') {
+    const std::vector<std::string> own = {"--help", "-h", "--version"};
+    const std::string a = argv[1];
+    if (std::find(own.begin(), own.end(), a) == own.end()) {
+      const std::string near = nearest(a, own);
+      fmt::print(stderr, "locksim: error: unknown option '{}'{}\nrun `locksim --help` for the commands\n", a,
+                 near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
+      return kInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? kOk : kInput;
+    return parse_error(app, e);
   }
   try {
     if (list->parsed()) return cmd_list();
@@ -566,7 +216,7 @@ int main(int argc, char** argv) {
     if (run->parsed() && !compare.empty()) return cmd_compare(scenario, compare, seed, out_file, no_color);
     if (run->parsed()) return cmd_run(scenario, protocols, seed, report, out_file, no_color, trace, step);
     if (matrix->parsed()) return cmd_matrix(mscen, mprot, mformat);
-    if (check->parsed()) return cmd_check(cpaths, cjunit);
+    if (check->parsed()) return cmd_check(cpaths, cjunit, cno_color);
     if (demo->parsed()) return cmd_demo(dno_color);
     if (explore->parsed()) return cmd_explore(xa);
     if (replay_cmd->parsed()) {

@@ -40,6 +40,14 @@ expect --seed run no-faults -p lease --seed 18446744073709551616
 expect --seed run no-faults -p lease --seed -1
 expect --seed run no-faults -p lease --seed 9223372036854775808
 expect --seed run no-faults -p lease --seed 1.5
+# Words: a misspelt option or value gets the nearest one, every message starts with "locksim: error:".
+expect "unknown option '--seeed' (did you mean '--seed'?)" run no-faults -p lease --seeed 3
+expect "did you mean 'anything'" explore no-faults -p lease --mode anythin
+expect "did you mean 'junit'" run no-faults -p lease --report junt
+expect "did you mean '--version'" --versio
+expect "a directory, not a scenario file" run /tmp
+expect "^locksim: error: " run no-faults -p lease --seeed 3
+expect "^locksim: error: " check --no-colour
 # The benchmarks, when this build has them.
 if "$bin" bench churn --help >/dev/null 2>&1; then
   expect --sim-seconds bench churn --clients 3 --sim-seconds 100000000000

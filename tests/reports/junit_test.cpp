@@ -19,32 +19,46 @@ TEST(JUnit, OneSuiteOneCasePerScenarioAndProtocolWithCounts) {
   std::vector<JUnitCase> cases = {
       {"kleppmann-gc-pause", "redis", "unsafe", "unsafe", 0.25, ""},
       {"kleppmann-gc-pause", "lease+fence", "safe", "safe", 0.5, ""},
-      {"clock-jump", "redlock", "unsafe", "safe", 1.0, "replay: locksim run clock-jump -p redlock --seed 1"},
+      {"clock-jump", "redlock", "unsafe", "safe", 1.0, "seed 1: no anomaly", std::nullopt,
+       "client1 acquired the lock...\nreplay: locksim run clock-jump -p redlock --seed 1", "clock-jump.toml"},
       {"broken-file", "redis", "safe", "", 0.0, "broken-file.toml:3: unknown field 'ttll'"},
   };
   const std::string x = junit_report(cases);
   EXPECT_EQ(x.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", 0), 0u) << x;
+  // <testsuites> around one suite, both with the counts.
+  EXPECT_EQ(x.find("<testsuites name=\"locksim\" tests=\"4\" failures=\"1\" errors=\"1\""),
+            std::string("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n").size())
+      << x;
+  EXPECT_EQ(count(x, "</testsuites>"), 1u);
   EXPECT_EQ(count(x, "<testsuite "), 1u);
   EXPECT_EQ(count(x, "</testsuite>"), 1u);
-  EXPECT_NE(x.find("<testsuite name=\"locksim check\" tests=\"4\" failures=\"1\" errors=\"1\""),
-            std::string::npos)
+  EXPECT_NE(x.find("<testsuite name=\"locksim\" tests=\"4\" failures=\"1\" errors=\"1\""), std::string::npos)
       << x;
   EXPECT_NE(x.find("time=\"1.750\""), std::string::npos) << x;
   EXPECT_EQ(count(x, "<testcase "), 4u);
   EXPECT_NE(x.find("<testcase classname=\"kleppmann-gc-pause\" name=\"redis\" time=\"0.250\"/>"),
             std::string::npos)
       << x;
-  EXPECT_EQ(count(x, "<failure "), 1u);
-  EXPECT_NE(x.find("<failure message=\"expected unsafe, got safe: replay: locksim run clock-jump -p redlock "
-                   "--seed 1\""),
+  EXPECT_NE(x.find("<testcase classname=\"clock-jump\" name=\"redlock\" file=\"clock-jump.toml\""),
             std::string::npos)
       << x;
+  // A failure: the one-line message in the attribute, the details (story, replay) as its text, once each.
+  EXPECT_EQ(count(x, "<failure "), 1u);
+  EXPECT_NE(
+      x.find("<failure message=\"expected unsafe, got safe: seed 1: no anomaly\" type=\"expectation\">"
+             "client1 acquired the lock...\nreplay: locksim run clock-jump -p redlock --seed 1</failure>"),
+      std::string::npos)
+      << x;
+  EXPECT_EQ(count(x, "replay: locksim run clock-jump"), 1u) << x;
   EXPECT_EQ(count(x, "<error "), 1u);
   EXPECT_NE(x.find("<error message=\"broken-file.toml:3: unknown field &apos;ttll&apos;\""),
             std::string::npos)
       << x;
   // Every opened test case that is not self-closing is closed.
-  EXPECT_EQ(count(x, "<testcase ") - count(x, "\"/>\n"), count(x, "</testcase>"));
+  std::size_t self_closing = 0;
+  for (std::size_t p = x.find("<testcase "); p != std::string::npos; p = x.find("<testcase ", p + 1))
+    self_closing += x.compare(x.find('>', p) - 1, 2, "/>") == 0;
+  EXPECT_EQ(count(x, "<testcase ") - self_closing, count(x, "</testcase>"));
 }
 
 TEST(JUnit, NoExpectationMeansPassWhateverTheVerdict) {
@@ -54,7 +68,8 @@ TEST(JUnit, NoExpectationMeansPassWhateverTheVerdict) {
 }
 
 TEST(JUnit, EscapesMarkupQuotesAndStripsControlCharacters) {
-  JUnitCase c{"a<b>&\"c\"", "p'q", "safe", "unsafe", 0.0, "line1\nstory \x1b[1;31mUNSAFE\x1b[0m <x>\x01"};
+  const std::string text = "line1\nstory \x1b[1;31mUNSAFE\x1b[0m <x>\x01";
+  JUnitCase c{"a<b>&\"c\"", "p'q", "safe", "unsafe", 0.0, text, std::nullopt, text};
   const std::string x = junit_report({c});
   EXPECT_NE(x.find("classname=\"a&lt;b&gt;&amp;&quot;c&quot;\" name=\"p&apos;q\""), std::string::npos) << x;
   EXPECT_EQ(x.find("<b>"), std::string::npos);

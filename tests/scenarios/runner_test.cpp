@@ -148,3 +148,18 @@ TEST(Compare, ShowsWhereTheHistoriesPart) {
   EXPECT_NE(row.find("client1 write-rejected"), std::string::npos) << out;
   EXPECT_NE(out.find("verdicts:  redlock unsafe  lease+fence safe"), std::string::npos) << out;
 }
+
+// Four protocols: written to a file or a pipe (no terminal width) no cell is cut; on a narrow terminal the
+// cells are cut, and the report says so.
+TEST(Compare, CutsCellsOnlyToFitATerminalAndSaysSo) {
+  Scenario sc = load_scenario("kleppmann-gc-pause");
+  std::vector<RunOutput> runs;
+  for (const char* p : {"redis", "redlock", "lease", "lease+fence"}) runs.push_back(run_scenario(sc, p));
+  const std::string full = compare_report(runs, sc, TextStyle{false, 0});
+  EXPECT_EQ(full.find("~"), std::string::npos) << full;
+  EXPECT_EQ(full.find("cells cut"), std::string::npos) << full;
+  EXPECT_NE(full.find("client1 write-rejected (token 3 < highest 5)"), std::string::npos) << full;
+  const std::string narrow = compare_report(runs, sc, TextStyle{false, 100});
+  EXPECT_NE(narrow.find("~"), std::string::npos) << narrow;
+  EXPECT_NE(narrow.find("(cells cut to fit 100 columns"), std::string::npos) << narrow;
+}

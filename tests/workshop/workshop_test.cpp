@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -125,6 +126,15 @@ std::size_t match_in_order(const std::vector<std::string>& expect, const std::st
   for (std::size_t g = 0; g < got.size() && e < expect.size(); ++g)
     if (got[g].find(expect[e]) != std::string::npos) ++e;
   return e;
+}
+
+/// Whether `file` validates against the JUnit schema the CI readers accept (tests/reports/junit-report.xsd),
+/// with xmllint's words when it does not; nothing when xmllint is not installed.
+std::optional<Result> validate_junit(const fs::path& file) {
+  if (shell("command -v xmllint", file.parent_path()).code != 0) return std::nullopt;
+  return shell("xmllint --noout --schema '" + (g_source / "tests" / "reports" / "junit-report.xsd").string() +
+                   "' '" + file.string() + "'",
+               file.parent_path());
 }
 
 }  // namespace
@@ -246,6 +256,49 @@ TEST(Check, JunitOneCasePerScenarioAndProtocol) {
   EXPECT_GE(cases, 5u);
   EXPECT_NE(xml.find("classname=\"kleppmann-gc-pause\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("classname=\"no-faults\""), std::string::npos) << xml;
+  if (auto v = validate_junit(dir / "out.xml")) EXPECT_EQ(v->code, 0) << v->output;
+  fs::remove_all(dir);
+}
+
+TEST(Check, JunitIsWrittenWhenAFileIsBadAndSaysWhatFailed) {
+  // One malformed file, one scenario whose expectation is wrong, one that passes: every case is in the file,
+  // the bad one as an <error>, the wrong one as a <failure> carrying its story, and the exit code is 2.
+  const fs::path dir = scratch("check-bad");
+  std::ofstream(dir / "bad.toml") << "[[client]]\nname = \"client1\"\nacquisitions = -3\n";
+  std::string k = slurp(g_source / "scenarios" / "catalog" / "kleppmann-gc-pause.toml");
+  const auto at = k.find("\nredis = \"unsafe\"");
+  ASSERT_NE(at, std::string::npos);
+  k.replace(at, 17, "\nredis = \"safe\"");
+  std::ofstream(dir / "wrong.toml") << k;
+  const Result r =
+      shell("locksim check bad.toml wrong.toml scenarios/catalog/no-faults.toml --junit out.xml", dir);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("ERROR"), std::string::npos) << r.output;
+  const std::string xml = slurp(dir / "out.xml");
+  ASSERT_FALSE(xml.empty()) << r.output;
+  EXPECT_EQ(xml.find("<testsuites"), xml.find("<?xml version") + 39) << xml;
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t p = xml.find(what); p != std::string::npos; p = xml.find(what, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<error "), 1u) << xml;
+  EXPECT_EQ(count("<failure "), 1u) << xml;
+  EXPECT_EQ(count("<testcase "), 1u + 4u + 4u) << xml;
+  EXPECT_NE(xml.find("file=\"bad.toml\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("file=\"wrong.toml\""), std::string::npos) << xml;
+  // The failure's text is the story and the replay command; its message is one line that says neither.
+  const std::string failure = xml.substr(xml.find("<failure "));
+  const std::string message = failure.substr(0, failure.find('>'));
+  EXPECT_EQ(message.find("ACCEPTED"), std::string::npos) << message;
+  EXPECT_EQ(message.find("&#10;"), std::string::npos) << message;
+  EXPECT_NE(failure.find("the unfenced store ACCEPTED it"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("replay: locksim run wrong.toml -p redis --seed 1"), std::string::npos) << failure;
+  if (auto v = validate_junit(dir / "out.xml")) {
+    EXPECT_EQ(v->code, 0) << v->output;
+  } else {
+    std::fprintf(stderr, "note: xmllint not installed, the JUnit schema was not checked\n");
+  }
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,130 @@
+// `locksim check` and `locksim matrix`: every scenario × protocol judged against its expectation.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "scenarios/catalog.hpp"
+#include "scenarios/cli/cli.hpp"
+
+namespace locksim::cli {
+
+int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<std::string>& ps_in,
+               const std::string& format) {
+  validate_protocols(ps_in);
+  std::vector<Scenario> scs;
+  for (const auto& s : scenario_inputs(scenarios_in)) scs.push_back(load_scenario(s));
+  std::vector<std::string> cols = ps_in;
+  if (cols.empty()) {
+    for (const auto& sc : scs)
+      for (const auto& p : protocols_for(sc, {}))
+        if (std::find(cols.begin(), cols.end(), p) == cols.end()) cols.push_back(p);
+  }
+  std::size_t w0 = 8;
+  for (const auto& sc : scs) w0 = std::max(w0, sc.name.size());
+  const bool md = format == "md";
+  std::string out;
+  auto row = [&](const std::string& first, const std::vector<std::string>& cells) {
+    if (md) {
+      out += "| " + first + " |";
+      for (const auto& c : cells) out += " " + c + " |";
+    } else {
+      out += fmt::format("{:<{}}", first, w0);
+      for (std::size_t i = 0; i < cells.size(); ++i)
+        out += fmt::format("  {:<{}}", cells[i], std::max<std::size_t>(cols[i].size(), 10));
+    }
+    out += "\n";
+  };
+  row("scenario", cols);
+  if (md) {
+    out += "|---|";
+    for (std::size_t i = 0; i < cols.size(); ++i) out += "---|";
+    out += "\n";
+  }
+  int mismatches = 0;
+  for (const auto& sc : scs) {
+    std::vector<std::string> cells;
+    auto mine = protocols_for(sc, {});
+    for (const auto& p : cols) {
+      if (ps_in.empty() && std::find(mine.begin(), mine.end(), p) == mine.end()) {
+        cells.push_back("—");
+        continue;
+      }
+      Cell c = run_cell(sc, p);
+      if (!c.ok()) ++mismatches;
+      std::string mark = !c.expected ? "" : c.ok() ? " ✓" : " ✗";
+      cells.push_back(std::string(to_string(c.got)) + mark);
+    }
+    row(sc.name, cells);
+  }
+  out += fmt::format("\n✓ = as expected, ✗ = NOT as expected; {} mismatch(es)\n", mismatches);
+  fmt::print("{}", out);
+  return mismatches ? kFail : kOk;
+}
+
+int cmd_check(const std::vector<std::string>& paths, const std::string& junit_file, bool no_color) {
+  const bool color = use_color(no_color);
+  const auto word = [color](std::string_view w, std::string_view sgr) {
+    return color ? fmt::format("\x1b[{}m{}\x1b[0m", sgr, w) : std::string(w);
+  };
+  int passed = 0, failed = 0, errors = 0;
+  std::vector<JUnitCase> cases;
+  // A bad file or an inconclusive run is one red case (an <error>) among the others, and the rest still run:
+  // CI then shows which one, and the JUnit file is written in every case before the exit code says 2.
+  const auto error = [&](const std::string& scenario, const std::string& protocol, const std::string& file,
+                         const std::string& what) {
+    ++errors;
+    fmt::print("{} {}{}: {}\n", word("ERROR", "1;33"), scenario, protocol.empty() ? "" : " × " + protocol,
+               what);
+    JUnitCase jc{scenario, protocol.empty() ? "load" : protocol, "", "", 0.0, what};
+    jc.file = file;
+    cases.push_back(std::move(jc));
+  };
+  std::vector<std::string> inputs;
+  try {
+    inputs = scenario_inputs(paths);
+  } catch (const InputError& e) {
+    error(e.file, "", e.file, e.what());
+  }
+  for (const auto& s : inputs) {
+    Scenario sc;
+    try {
+      sc = load_scenario(s);
+    } catch (const InputError& e) {
+      error(s, "", s, e.what());
+      continue;
+    }
+    if (sc.expect.empty()) {
+      fmt::print("SKIP  {}: no expected verdicts\n", sc.name);
+      continue;
+    }
+    const std::string file = sc.file.empty() ? s : sc.file;
+    for (const auto& [p, e] : sc.expect) {
+      const WallTimer timer;  // JUnit durations only
+      Cell c;
+      try {
+        c = run_cell(sc, p);
+      } catch (const InputError& x) {
+        error(sc.name, p, file, x.what());
+        continue;
+      }
+      (c.ok() ? passed : failed)++;
+      JUnitCase jc{sc.name, p, e.describe(), c.got_text, timer.seconds(), "", c.met};
+      jc.file = file;
+      if (!c.ok()) {
+        jc.message = c.why;
+        jc.details = fmt::format("{}\nreplay: locksim run {} -p {} --seed {}", c.story, s, p, c.seed);
+      }
+      cases.push_back(std::move(jc));
+      fmt::print(
+          "{}  {} × {}: {} (expected {}){}\n", c.ok() ? word("PASS", "32") : word("FAIL", "1;31"), sc.name, p,
+          c.got_text, e.describe(),
+          c.ok() ? ""
+                 : fmt::format("\n      {}; replay: locksim run {} -p {} --seed {}", c.why, s, p, c.seed));
+    }
+  }
+  fmt::print("{} passed, {} failed{}\n", passed, failed, errors ? fmt::format(", {} error(s)", errors) : "");
+  if (!junit_file.empty()) emit(junit_report(cases), junit_file);
+  return errors ? kInput : failed ? kFail : kOk;
+}
+
+}  // namespace locksim::cli

@@ -1,0 +1,77 @@
+#pragma once
+/// The locksim command line's shared pieces: exit codes, option checks, how a scenario × protocol cell is run
+/// and judged, and the commands (scenarios/cli/*.cpp). Only the command line reads the terminal, stdin and
+/// the wall clock.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reports/report.hpp"
+#include "scenarios/expectation.hpp"
+#include "scenarios/explore.hpp"
+#include "scenarios/runner.hpp"
+
+namespace locksim::cli {
+
+/// Exit codes: 0 as expected (for `run`: the verdict is safe), 1 a safety violation or an expectation not
+/// met, 2 a usage or input error.
+constexpr int kOk = 0, kFail = 1, kInput = 2;
+
+/// Prints "locksim: error: MSG" and exits 2.
+[[noreturn]] void input_error(const std::string& msg);
+
+/// An integer option's check: decimal digits only, within [lo, hi] (CLI11 2.1 would wrap "-1", read "010"
+/// as octal and saturate silently).
+CLI::Validator whole_number(std::uint64_t lo, std::uint64_t hi);
+/// A word option's check: one of `words`, with the nearest for a typo.
+CLI::Validator one_of(std::vector<std::string> words);
+
+std::vector<std::string> protocol_names();
+/// Exits 2 naming an unknown protocol, with the nearest known one.
+void validate_protocols(const std::vector<std::string>& ps);
+/// Protocols to run for a scenario: the ones asked for, else the scenario's own list, else all registered.
+std::vector<std::string> protocols_for(const Scenario& sc, const std::vector<std::string>& asked);
+
+bool use_color(bool no_color);
+/// Columns for the terminal: $COLUMNS, else the terminal's width, else 0 (the report's default, 100).
+int term_width();
+TextStyle text_style(bool no_color, bool to_file = false);
+
+/// Writes `text` to stdout, or to `out_file` (exit 2 if it cannot).
+void emit(const std::string& text, const std::string& out_file);
+/// Every .toml under the given paths (files or directories, recursively), sorted; the catalog when empty.
+std::vector<std::string> scenario_inputs(const std::vector<std::string>& paths);
+
+/// One scenario × protocol judged against its expectation (over its seeds, when it names a range).
+struct Cell {
+  std::string scenario, protocol;
+  Verdict got = Verdict::safe;  ///< unsafe if any run was
+  std::string got_text;         ///< "unsafe", or "unsafe in 3 of 20 seed(s) run"
+  std::optional<Expectation> expected;
+  bool met = true;
+  std::string why;  ///< when not met
+  std::uint64_t seed = 0;
+  std::string story;  ///< the stories of the run that did not meet the expectation (empty otherwise)
+  bool ok() const { return met; }
+};
+
+/// A run that stopped at a limit with no anomaly recorded is inconclusive: throws InputError ("FILE: limit:
+/// ...", exit 2). A recorded anomaly is a verdict wherever the run stopped.
+void require_within_limits(const RunOutput& r, const Scenario& sc);
+Cell run_cell(const Scenario& sc, const std::string& p);
+
+// The commands.
+int cmd_list();
+int cmd_compare(const std::string& scenario, const std::vector<std::string>& ps,
+                std::optional<std::uint64_t> seed, const std::string& out_file, bool no_color);
+int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in,
+            std::optional<std::uint64_t> seed, const std::string& report, const std::string& out_file,
+            bool no_color, bool trace, bool step);
+int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<std::string>& ps_in,
+               const std::string& format);
+int cmd_check(const std::vector<std::string>& paths, const std::string& junit_file, bool no_color);
+int cmd_demo(bool no_color);
+
+}  // namespace locksim::cli

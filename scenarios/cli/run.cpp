@@ -1,0 +1,171 @@
+// `locksim run` (and --compare, --step), `list` and `demo`.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "scenarios/catalog.hpp"
+#include "scenarios/cli/cli.hpp"
+
+namespace locksim::cli {
+
+namespace {
+
+/// `run --step`: one trace event at a time, each followed by a wait for Enter on stdin ('q' + Enter quits; at
+/// the end of stdin the rest runs without waiting). Returns false when the user quit.
+bool step_through(const RunOutput& r, const Scenario& sc, TextStyle style) {
+  fmt::print("{} with {}: {} events. Enter = next event, q + Enter = quit.\n\n", sc.name, r.protocol,
+             r.trace.size());
+  bool wait = true;
+  for (std::size_t i = 0; i < r.trace.size(); ++i) {
+    fmt::print("[{:>{}}/{}] {}\n", i + 1, std::to_string(r.trace.size()).size(), r.trace.size(),
+               describe_event(r, r.trace[i], style));
+    if (!wait || i + 1 == r.trace.size()) continue;
+    std::fflush(stdout);
+    std::string line;
+    if (!std::getline(std::cin, line)) {
+      wait = false;  // no more input: run to the end
+      continue;
+    }
+    if (line == "q" || line == "Q") {
+      fmt::print("stopped after event {} of {}.\n", i + 1, r.trace.size());
+      return false;
+    }
+  }
+  fmt::print("\n");
+  return true;
+}
+
+}  // namespace
+
+int cmd_list() {
+  fmt::print("scenarios:\n");
+  for (const auto& e : catalog()) {
+    Scenario sc = load_scenario(std::string(e.name));
+    fmt::print("  {:<34} {}\n  {:<34} source: {}\n", sc.name, sc.title, "", sc.source);
+  }
+  fmt::print("\nprotocols:\n");
+  auto& reg = ProtocolRegistry::instance();
+  for (const auto& n : protocol_names()) {
+    fmt::print("  {:<14} {}\n", n, reg.summary(n));
+    for (const Variant& v : reg.make(n)->variants())
+      fmt::print("  {:<14}   variant {}: {}\n", "", v.name, v.doc);
+  }
+  fmt::print("\nresource (store) variants:\n");
+  for (const Variant& v : resource_variants()) fmt::print("  {:<22} {}\n", v.name, v.doc);
+  return kOk;
+}
+
+/// `run --compare P1,P2,...`: the identical fault plan against several protocols, side by side.
+int cmd_compare(const std::string& scenario, const std::vector<std::string>& ps,
+                std::optional<std::uint64_t> seed, const std::string& out_file, bool no_color) {
+  if (ps.size() < 2)
+    input_error("--compare needs at least two protocols, e.g. --compare redlock,lease+fence");
+  validate_protocols(ps);
+  Scenario sc = load_scenario(scenario);
+  std::vector<RunOutput> runs;
+  bool any_unsafe = false;
+  for (const auto& p : ps) {
+    RunOptions ro;
+    ro.seed = seed;
+    runs.push_back(run_scenario(sc, p, ro));
+    any_unsafe |= !runs.back().check.safe;
+  }
+  emit(compare_report(runs, sc, text_style(no_color, !out_file.empty())), out_file);
+  return any_unsafe ? kFail : kOk;
+}
+
+int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in,
+            std::optional<std::uint64_t> seed, const std::string& report, const std::string& out_file,
+            bool no_color, bool trace, bool step) {
+  Scenario sc = load_scenario(scenario);
+  auto ps = protocols_for(sc, ps_in);
+  validate_protocols(ps);
+  if (report == "html" && ps.size() > 1)
+    input_error(
+        fmt::format("--report html draws one run; choose one protocol with -p (this scenario runs {})",
+                    fmt::join(ps, ", ")));
+  bool any_unsafe = false;
+  std::string text;
+  std::vector<std::string> jsons;
+  std::vector<JUnitCase> cases;
+  for (const auto& p : ps) {
+    RunOptions ro;
+    ro.seed = seed;
+    const WallTimer timer;  // JUnit durations only
+    RunOutput r = run_scenario(sc, p, ro);
+    require_within_limits(r, sc);
+    any_unsafe |= !r.check.safe;
+    if (step && !step_through(r, sc, text_style(no_color))) return r.check.safe ? kOk : kFail;
+    if (report == "html") {
+      text = html_report(r, sc);
+    } else if (report == "junit") {
+      auto exp = sc.expect.find(p);
+      JUnitCase jc{sc.name,
+                   p,
+                   exp == sc.expect.end() ? "" : exp->second.describe(),
+                   std::string(to_string(r.verdict())),
+                   timer.seconds(),
+                   ""};
+      jc.file = sc.file;
+      const std::string replay = fmt::format("replay: locksim run {} -p {} --seed {}", scenario, p, r.seed);
+      const std::vector<std::string> unmet_list =
+          exp == sc.expect.end() ? std::vector<std::string>{} : unmet_in_run(exp->second, r);
+      const std::string unmet = fmt::format("{}", fmt::join(unmet_list, "; "));
+      if (exp != sc.expect.end()) jc.met = unmet.empty();
+      if (!unmet.empty()) {
+        jc.message = unmet;
+        jc.details = (r.check.safe ? std::string() : story(r) + "\n") + replay;
+      } else if (!r.check.safe) {
+        jc.message = story(r) + replay;  // as expected: the story as the case's output
+      }
+      cases.push_back(std::move(jc));
+    } else if (report == "json") {
+      jsons.push_back(json_report(r, sc));
+    } else {
+      if (!text.empty()) text += "\n" + std::string(78, '-') + "\n\n";
+      text += text_report(r, sc, text_style(no_color, !out_file.empty()));
+      if (trace)
+        for (const auto& ev : r.trace)
+          text += Trace::format(ev, r.name_of(ev.proc), r.name_of(ev.peer)) + "\n";
+    }
+  }
+  if (report == "junit") text = junit_report(cases);
+  if (report == "json") {
+    if (jsons.size() == 1)
+      text = jsons[0];
+    else {
+      text = "[\n";
+      for (std::size_t i = 0; i < jsons.size(); ++i) text += jsons[i] + (i + 1 < jsons.size() ? ",\n" : "\n");
+      text += "]\n";
+    }
+  }
+  emit(text, out_file);
+  return any_unsafe ? kFail : kOk;
+}
+
+int cmd_demo(bool no_color) {
+  const std::string name = "kleppmann-gc-pause";
+  Scenario sc = load_scenario(name);
+  const TextStyle style = text_style(no_color);
+  fmt::print("{}\n{}\n\n", sc.title, sc.teaches);
+  int mismatches = 0;
+  std::string summary;
+  for (const auto& p : protocols_for(sc, {})) {
+    RunOutput r = run_scenario(sc, p);
+    fmt::print("{}\n", std::string(78, '='));
+    fmt::print("{}", text_report(r, sc, style));
+    auto exp = sc.expect.find(p);
+    const bool ok = exp == sc.expect.end() || unmet_in_run(exp->second, r).empty();
+    if (!ok) ++mismatches;
+    summary += fmt::format("  {:<12} {:<7} {}\n", p, to_string(r.verdict()),
+                           exp == sc.expect.end() ? ""
+                           : ok                   ? "(as the literature says)"
+                                                  : "(NOT as expected)");
+  }
+  fmt::print("{}\nverdicts for {}:\n{}", std::string(78, '='), name, summary);
+  fmt::print("\nnext: `locksim run {} -p redis --report json`, `locksim matrix`, `locksim list`\n", name);
+  return mismatches ? kFail : kOk;
+}
+
+}  // namespace locksim::cli
