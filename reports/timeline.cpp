@@ -344,6 +344,23 @@ std::string timeline(const RunOutput& run, TextStyle style) {
   return out;
 }
 
+namespace {
+
+/// Whether a timeout event of the kept trace ended a wait of no time (a receive with a zero timeout, as a
+/// client clearing stale replies from its mailbox does): the process's previous event is at the same instant.
+/// A wait that blocked ends later than anything before it.
+bool polled(const RunOutput& run, const TraceEvent& ev) {
+  const TraceEvent* b = run.trace.data();
+  if (&ev < b || &ev >= b + run.trace.size()) return false;  // not an event of this run's kept trace
+  for (const TraceEvent* e = &ev; e != b;) {
+    --e;
+    if (e->proc == ev.proc) return e->time == ev.time;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string describe_event(const RunOutput& run, const TraceEvent& ev, TextStyle style) {
   const bool col = style.color;
   const std::string who = ev.proc.valid() ? run.name_of(ev.proc) : "world";
@@ -375,7 +392,8 @@ std::string describe_event(const RunOutput& run, const TraceEvent& ev, TextStyle
       what = fmt::format("took {} from {} out of its mailbox", ev.label, peer);
       break;
     case TraceKind::timeout:
-      what = "gave up waiting (timeout)";
+      what = polled(run, ev) ? "looked for a message and found none waiting (a check, no wait)"
+                             : "gave up waiting (timeout)";
       break;
     case TraceKind::pause:
       what = paint(col, "33", with_detail("PAUSED: runs no code until resumed"));

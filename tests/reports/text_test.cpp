@@ -353,3 +353,33 @@ TEST(Story, SaysSoWhenTheHolderNeverCheckedItsLease) {
   ASSERT_NE(pause, std::string::npos) << s;
   EXPECT_LT(pause, s.find("It did not check")) << s;
 }
+
+// A receive that waited no time (a client clearing stale replies) is not told as a timeout it gave up on;
+// one that blocked and ran out is.
+TEST(DescribeEvent, APollIsNotAGivingUp) {
+  std::size_t polls = 0, gave_up = 0;
+  for (const auto& [scenario, p] :
+       {std::pair{"kleppmann-gc-pause", "redis"}, std::pair{"redis-restart-no-fsync", "redlock"}}) {
+    auto [sc, run] = run_catalog(scenario, p);
+    for (std::size_t i = 0; i < run.trace.size(); ++i) {
+      const TraceEvent& ev = run.trace[i];
+      if (ev.kind != TraceKind::timeout) continue;
+      Time before = Time{-1};
+      for (std::size_t j = i; j-- > 0;)
+        if (run.trace[j].proc == ev.proc) {
+          before = run.trace[j].time;
+          break;
+        }
+      const std::string d = describe_event(run, ev, TextStyle{false, 0});
+      if (before == ev.time) {
+        ++polls;
+        EXPECT_NE(d.find("found none waiting"), std::string::npos) << d;
+      } else {
+        ++gave_up;
+        EXPECT_NE(d.find("gave up waiting (timeout)"), std::string::npos) << d;
+      }
+    }
+  }
+  EXPECT_GT(polls, 0u);
+  EXPECT_GT(gave_up, 0u);
+}
