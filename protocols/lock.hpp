@@ -30,6 +30,30 @@ struct NodeSettings {
   std::optional<Duration> fsync_period;
 };
 
+struct ProtocolConfig;
+
+/// One client's own client-side protocol settings, overriding the scenario's for that client only
+/// ([[client]] protocol = { ... }): the settings a client library takes (node-redlock's timeouts and
+/// retries, the lease client's RPC timeout and keep-alive). The service's settings are shared by every
+/// client and are not here. Unset fields keep the scenario's value.
+struct ClientSettings {
+  std::optional<std::int64_t> drift_factor_ppm;
+  std::optional<Duration> clock_drift_allowance;
+  std::optional<Duration> node_timeout;
+  std::optional<std::uint32_t> retry_count;
+  std::optional<Duration> retry_delay;
+  std::optional<Duration> retry_jitter;
+  std::optional<bool> elapsed_recheck;
+  std::optional<Duration> keepalive_interval;
+  std::optional<Duration> rpc_timeout;
+
+  /// No field set: the client uses the scenario's config as it is.
+  bool empty() const { return *this == ClientSettings{}; }
+  /// Writes the fields that are set into `c`.
+  void apply(ProtocolConfig& c) const;
+  bool operator==(const ClientSettings&) const = default;
+};
+
 /// Every parameter a built-in protocol understands (option struct, not a string registry). A user protocol
 /// may read its own parameters from `extra`.
 struct ProtocolConfig {
@@ -48,6 +72,8 @@ struct ProtocolConfig {
   Duration clock_drift_allowance{2ms};
   Duration node_timeout{50ms};     ///< Redlock per-node timeout
   std::uint32_t retry_count = 10;  ///< node-redlock defaults
+  /// node-redlock's wait between the attempts of one acquire (not ClientSpec::retry_delay, the workload's
+  /// wait after an acquire gave up).
   Duration retry_delay{200ms};
   Duration retry_jitter{100ms};
   bool elapsed_recheck = false;  ///< antirez: re-check elapsed time on the monotonic clock after acquiring
@@ -73,6 +99,18 @@ struct ProtocolConfig {
   /// Per-node persistence by process name (redis1, replica1, raft2...); nodes not named use the above.
   std::map<std::string, NodeSettings> node_settings;
 };
+
+inline void ClientSettings::apply(ProtocolConfig& c) const {
+  if (drift_factor_ppm) c.drift_factor_ppm = *drift_factor_ppm;
+  if (clock_drift_allowance) c.clock_drift_allowance = *clock_drift_allowance;
+  if (node_timeout) c.node_timeout = *node_timeout;
+  if (retry_count) c.retry_count = *retry_count;
+  if (retry_delay) c.retry_delay = *retry_delay;
+  if (retry_jitter) c.retry_jitter = *retry_jitter;
+  if (elapsed_recheck) c.elapsed_recheck = *elapsed_recheck;
+  if (keepalive_interval) c.keepalive_interval = *keepalive_interval;
+  if (rpc_timeout) c.rpc_timeout = *rpc_timeout;
+}
 
 /// A client's view of a lock service. All calls block the calling fiber (straight-line code).
 class LockClient {

@@ -176,6 +176,25 @@ void config_lines(std::string& s, const ProtocolConfig& c, const ProtocolConfig&
   if (c.variant != base.variant) s += fmt::format("variant = {}\n", q(c.variant));
 }
 
+/// A client's own protocol settings as an inline table (only the fields it sets), or "" when it sets none.
+std::string client_settings_text(const ClientSettings& c) {
+  std::vector<std::string> kv;
+  if (c.drift_factor_ppm) kv.push_back(fmt::format("drift_factor = {}", ppm(*c.drift_factor_ppm)));
+  if (c.clock_drift_allowance)
+    kv.push_back(fmt::format("clock_drift_allowance = {}", dur(*c.clock_drift_allowance)));
+  if (c.node_timeout) kv.push_back(fmt::format("node_timeout = {}", dur(*c.node_timeout)));
+  if (c.retry_count) kv.push_back(fmt::format("retry_count = {}", *c.retry_count));
+  if (c.retry_delay) kv.push_back(fmt::format("retry_delay = {}", dur(*c.retry_delay)));
+  if (c.retry_jitter) kv.push_back(fmt::format("retry_jitter = {}", dur(*c.retry_jitter)));
+  if (c.elapsed_recheck) kv.push_back(fmt::format("elapsed_recheck = {}", *c.elapsed_recheck));
+  if (c.keepalive_interval) kv.push_back(fmt::format("keepalive_interval = {}", dur(*c.keepalive_interval)));
+  if (c.rpc_timeout) kv.push_back(fmt::format("rpc_timeout = {}", dur(*c.rpc_timeout)));
+  if (kv.empty()) return {};
+  std::string out = "{ ";
+  for (std::size_t i = 0; i < kv.size(); ++i) out += (i ? ", " : "") + kv[i];
+  return out + " }";
+}
+
 void extra_lines(std::string& s, const std::string& table, const ProtocolConfig& c,
                  const ProtocolConfig* base) {
   std::string body;
@@ -365,6 +384,7 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
     s += fmt::format(
         "read_modify_write = {}\ncheck_before_write = {}\nextend_before_write = {}\nrelease = {}\n",
         c.read_modify_write, c.check_before_write, c.extend_before_write, c.release);
+    if (!c.protocol.empty()) s += fmt::format("protocol = {}\n", client_settings_text(c.protocol));
   }
   for (const FaultSpec& f : sc.faults) fault_lines(s, f);
 

@@ -358,6 +358,12 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   env.resource_key = sc.resource_key;
   for (const ClientSpec& c : sc.clients) {
     WorkloadEnv e = env;
+    if (!c.protocol.empty()) {  // the client's own settings; the servers keep the shared config
+      auto own = std::make_shared<ProtocolConfig>(cfg);
+      c.protocol.apply(*own);
+      e.config = own.get();
+      e.own_config = std::move(own);
+    }
     e.give_up_at = c.give_up_at > 0ns ? c.give_up_at : sc.max_time;
     ProcId id = world.spawn(c.name, [start = c.start, body = client_body(e, c)](Context& ctx) {
       if (start > 0ns) ctx.sleep(start);

@@ -71,7 +71,9 @@ struct ClientSpec {
   std::uint32_t writes_per_hold = 1;    ///< writes inside each critical section
   Duration work_min{0}, work_max{0};    ///< work before each write (uniform), e.g. read–sleep–write
   Duration think_min{0}, think_max{0};  ///< pause between releasing and the next acquire
-  Duration retry_delay{500ms};          ///< wait after the protocol gave up acquiring
+  /// The workload's wait after the protocol gave up acquiring, before it calls acquire again (not the
+  /// protocol's own retry_delay between the attempts inside one acquire: ClientSettings, ProtocolConfig).
+  Duration retry_delay{500ms};
   Time give_up_at{0};                ///< stop trying to acquire after this true time (0 = scenario max_time)
   bool read_modify_write = false;    ///< counter workload: read the value, work, write value+1
   bool check_before_write = true;    ///< check the lease looks valid right before each write (careful code)
@@ -81,6 +83,9 @@ struct ClientSpec {
   /// scenarios/workload.hpp), which runs exactly as the fixed loop always did.
   std::vector<ClientStep> steps;
   RenewalSpec renewal;  ///< background renewal (off by default)
+  /// This client's own client-side protocol settings, over the scenario's config for whichever protocol runs
+  /// (empty: the client uses that config itself). Servers never see them.
+  ClientSettings protocol;
 };
 
 /// A node clock setting, by process name.

@@ -22,7 +22,10 @@ struct WorkloadEnv {
   World* world = nullptr;
   History* history = nullptr;
   Protocol* protocol = nullptr;
+  /// The config this client's LockClients are built from: the scenario's own for the protocol, or a copy of
+  /// it with the client's settings applied (ClientSpec::protocol), kept alive by `own_config`.
   const ProtocolConfig* config = nullptr;
+  std::shared_ptr<const ProtocolConfig> own_config;
   ProcId resource{};
   std::string lock_key;
   std::string resource_key;

@@ -21,7 +21,9 @@ constexpr FieldDoc kClientFields[] = {
     {"think", "duration", "\"0\"", "pause between release and the next acquire (sets think_min = think_max)"},
     {"think_min", "duration", "\"0\"", "think drawn uniformly in [think_min, think_max]"},
     {"think_max", "duration", "think_min", "the upper bound of think"},
-    {"retry_delay", "duration", "\"500ms\"", "wait after the protocol gave up acquiring"},
+    {"retry_delay", "duration", "\"500ms\"",
+     "the workload's wait after the protocol gave up acquiring, before it acquires again (not [protocol] "
+     "retry_delay, the wait between the attempts inside one acquire)"},
     {"give_up_at", "time", "\"0\" (= max_time)", "stop trying to acquire after this time"},
     {"read_modify_write", "bool", "false", "counter workload: read, work, write read+1"},
     {"check_before_write", "bool", "true", "check the lease still looks valid right before each write"},
@@ -30,6 +32,9 @@ constexpr FieldDoc kClientFields[] = {
     {"steps", "array of steps", "the program the keys above describe",
      "the client's program (client.steps); replaces acquisitions, writes_per_hold, work, think and the "
      "read/check/extend/release flags"},
+    {"protocol", "table", "none (the scenario's [protocol])",
+     "this client's own client-side protocol settings, over [protocol]'s: protocol = { node_timeout = "
+     "\"10ms\", retry_count = 0 } (client.protocol lists the keys)"},
     {"renew", "bool", "false",
      "renew the held lock in the background, in a thread of the client (client1/renew), with the "
      "protocol library's defaults"},
@@ -94,7 +99,11 @@ constexpr std::size_t kMaxSteps = 10'000;
 
 std::vector<TableDoc> client_tables() {
   return {{"client", "[[client]]: clients and their workload", kClientFields},
-          {"client.steps", "client.steps: one step of a client's program, as a table", kStepFields}};
+          {"client.steps", "client.steps: one step of a client's program, as a table", kStepFields},
+          {"client.protocol",
+           "client.protocol: one client's own client-side protocol settings (the keys of [protocol] a client "
+           "library takes)",
+           client_protocol_fields()}};
 }
 
 std::vector<std::string> step_notes(const Scenario& s, const std::string& proc) {
@@ -338,6 +347,17 @@ void Loader::clients(const Tab& root, Scenario& s) {
     if (auto v = boolean(c, "extend_before_write")) spec.extend_before_write = *v;
     if (auto v = boolean(c, "release")) spec.release = *v;
     if (c.has("steps")) program(c, spec);
+    if (const toml::node* p = c.get("protocol")) {
+      if (!p->is_table()) {
+        fail(
+            line_of(*p), c.field("protocol"),
+            fmt::format("expected a table of this client's protocol settings, such as protocol = {{ "
+                        "node_timeout = \"10ms\", retry_count = 0 }}, got {} (a client runs the protocol the "
+                        "scenario runs: [expect] protocols, or -p)",
+                        type_name(*p)));
+      }
+      spec.protocol = client_protocol(Tab{p->as_table(), c.field("protocol"), line_of(*p)});
+    }
     renewal(c, s, spec);
     Duration stagger{0};
     if (auto v = duration(c, "stagger", Sign::non_negative)) {

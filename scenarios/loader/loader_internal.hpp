@@ -26,6 +26,8 @@ std::vector<TableDoc> network_tables();
 std::vector<TableDoc> client_tables();
 std::vector<TableDoc> fault_tables();
 std::vector<TableDoc> expect_tables();
+/// The rows of [protocol] a client may set for itself ([[client]] protocol = { ... }), in [protocol]'s order.
+std::span<const FieldDoc> client_protocol_fields();
 
 /// The notes the program steps of client `proc` (of every client when empty) name, in program order
 /// (scenarios/loader/client.cpp).
@@ -287,6 +289,10 @@ class Loader {
 
   // Sections -------------------------------------------------------------------------------------------
   void protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) const;
+  /// The client-side keys of a [protocol] table (scenarios/loader/protocol.cpp), unset where not given.
+  ClientSettings client_settings(const Tab& t) const;
+  /// A client's own protocol table: only client-side keys (a service key is refused as such).
+  ClientSettings client_protocol(const Tab& t) const;
   DelayDist delay(const toml::node& n, const std::string& field) const;
   void link_options(const Tab& t, LinkOptions& o) const;
   void clients(const Tab& root, Scenario& s);

@@ -19,9 +19,12 @@ constexpr FieldDoc kProtocolFields[] = {
      "Redlock drift = ttl * factor + clock_drift_allowance (stored exactly in ppm)"},
     {"clock_drift_allowance", "duration", "\"2ms\"", "the + 2 ms of Redlock's drift"},
     {"node_timeout", "duration > 0", "\"50ms\"", "Redlock per-node timeout"},
-    {"retry_count", "integer 0..1,000,000", "10", "acquire retries"},
-    {"retry_delay", "duration", "\"200ms\"", "wait between retries"},
-    {"retry_jitter", "duration", "\"100ms\"", "random extra wait between retries"},
+    {"retry_count", "integer 0..1,000,000", "10",
+     "Redlock, Redis: attempts after the first within one acquire before it gives up"},
+    {"retry_delay", "duration", "\"200ms\"",
+     "node-redlock's wait between the attempts of one acquire (not [[client]] retry_delay, the workload's "
+     "wait after an acquire gave up)"},
+    {"retry_jitter", "duration", "\"100ms\"", "random extra wait between retries, in [-jitter, +jitter]"},
     {"elapsed_recheck", "bool", "false",
      "antirez: re-check the elapsed time on the monotonic clock after acquiring"},
     {"keepalive_interval", "duration", "\"0\"", "lease keep-alive period; \"0\" means ttl / 3"},
@@ -42,10 +45,28 @@ constexpr FieldDoc kProtocolFields[] = {
     {"extra", "table of strings", "", "string parameters for a user protocol: [protocol.extra]"},
     {"ttl", "duration > 0", "[lock] ttl", "per-protocol TTL ([protocols.<name>] only)"},
 };
+
+/// The keys of [protocol] a client library takes, which one client may set for itself ([[client]]
+/// protocol = { ... }); read by Loader::client_settings for both tables.
+constexpr std::string_view kClientKeys[] = {
+    "drift_factor", "clock_drift_allowance", "node_timeout",       "retry_count", "retry_delay",
+    "retry_jitter", "elapsed_recheck",       "keepalive_interval", "rpc_timeout",
+};
 }  // namespace
 
 std::vector<TableDoc> protocol_tables() {
   return {{"protocol", "[protocol] and [protocols.<name>]: protocol parameters", kProtocolFields}};
+}
+
+std::span<const FieldDoc> client_protocol_fields() {
+  static const std::vector<FieldDoc> rows = [] {
+    std::vector<FieldDoc> out;
+    for (const FieldDoc& f : kProtocolFields)
+      if (std::find(std::begin(kClientKeys), std::end(kClientKeys), f.name) != std::end(kClientKeys))
+        out.push_back(f);
+    return out;
+  }();
+  return rows;
 }
 
 std::string Loader::protocol_name(const std::string& name, std::uint32_t line,
@@ -55,6 +76,53 @@ std::string Loader::protocol_name(const std::string& name, std::uint32_t line,
          fmt::format("unknown protocol '{}'{}", name, suggestion(name, protocol_names_, "protocols")));
   }
   return name;
+}
+
+ClientSettings Loader::client_settings(const Tab& t) const {
+  ClientSettings c;
+  c.drift_factor_ppm = fraction_ppm(t, "drift_factor", 1.0);
+  c.clock_drift_allowance = duration(t, "clock_drift_allowance", Sign::non_negative);
+  c.node_timeout = duration(t, "node_timeout", Sign::positive);
+  if (auto v = integer(t, "retry_count", 0, 1'000'000)) c.retry_count = static_cast<std::uint32_t>(*v);
+  c.retry_delay = duration(t, "retry_delay", Sign::non_negative);
+  c.retry_jitter = duration(t, "retry_jitter", Sign::non_negative);
+  c.elapsed_recheck = boolean(t, "elapsed_recheck");
+  c.keepalive_interval = duration(t, "keepalive_interval", Sign::non_negative);
+  c.rpc_timeout = duration(t, "rpc_timeout", Sign::non_negative);
+  return c;
+}
+
+ClientSettings Loader::client_protocol(const Tab& t) const {
+  const std::vector<std::string> client_keys = schema_keys("client.protocol");
+  const std::vector<std::string> protocol_keys = schema_keys("protocol");
+  // The first service key in the file, if any: it is refused as what it is, not as a misspelling.
+  const toml::node* worst = nullptr;
+  std::string worst_key;
+  for (const auto& [k, v] : *t.t) {
+    const std::string key(k.str());
+    if (std::find(client_keys.begin(), client_keys.end(), key) != client_keys.end()) continue;
+    if (std::find(protocol_keys.begin(), protocol_keys.end(), key) == protocol_keys.end()) continue;
+    if (!worst || line_of(v) < line_of(*worst)) {
+      worst = &v;
+      worst_key = key;
+    }
+  }
+  if (worst) {
+    const std::string& key = worst_key;
+    fail(line_of(*worst), t.field(key),
+         key == "ttl"
+             ? std::string("the TTL is the same for every client: set it in [lock] (ttl = \"10s\") or "
+                           "[protocols.<name>]")
+         : key == "variant" || key == "extra"
+             ? fmt::format("'{}' is a setting of the whole protocol, not of one client: set it in [protocol]",
+                           key)
+             : fmt::format("'{}' is a service setting, shared by every client of the lock service: set it in "
+                           "[protocol] or [protocols.<name>] (a client's protocol table takes only client "
+                           "settings: {})",
+                           key, join(client_keys)));
+  }
+  only_schema(t, "client.protocol");
+  return client_settings(t);
 }
 
 void Loader::protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) const {
@@ -76,15 +144,7 @@ void Loader::protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) co
   if (auto v = duration(t, "replication_delay", Sign::non_negative)) c.replication_delay = *v;
   if (auto v = duration(t, "failover_after", Sign::non_negative)) c.failover_after = *v;
   if (auto v = boolean(t, "incr_token")) c.incr_token = *v;
-  if (auto v = fraction_ppm(t, "drift_factor", 1.0)) c.drift_factor_ppm = *v;
-  if (auto v = duration(t, "clock_drift_allowance", Sign::non_negative)) c.clock_drift_allowance = *v;
-  if (auto v = duration(t, "node_timeout", Sign::positive)) c.node_timeout = *v;
-  if (auto v = integer(t, "retry_count", 0, 1'000'000)) c.retry_count = static_cast<std::uint32_t>(*v);
-  if (auto v = duration(t, "retry_delay", Sign::non_negative)) c.retry_delay = *v;
-  if (auto v = duration(t, "retry_jitter", Sign::non_negative)) c.retry_jitter = *v;
-  if (auto v = boolean(t, "elapsed_recheck")) c.elapsed_recheck = *v;
-  if (auto v = duration(t, "keepalive_interval", Sign::non_negative)) c.keepalive_interval = *v;
-  if (auto v = duration(t, "rpc_timeout", Sign::non_negative)) c.rpc_timeout = *v;
+  client_settings(t).apply(c);
   if (auto v = duration(t, "expiry_check_interval", Sign::non_negative)) c.expiry_check_interval = *v;
   if (auto v = integer(t, "first_token", 0, std::int64_t{1} << 53))
     c.first_token = static_cast<std::uint64_t>(*v);
