@@ -220,6 +220,11 @@ std::uint64_t Repeat::bound(Time first) const {
 std::string Repeat::check(Time first) const {
   if (every < 0ns) return fmt::format("the period every = {} is negative", format_time(every));
   if (jitter < 0ns) return fmt::format("the jitter {} is negative", format_time(jitter));
+  if (every_dist && (every <= 0ns || every_dist->lower_bound() < every))
+    return fmt::format("a period drawn from {} must be longer than zero, and every its shortest value",
+                       every_dist->describe());
+  if (jitter_dist && (jitter_dist->lower_bound() < 0ns || jitter_dist->upper_bound() > jitter))
+    return fmt::format("a jitter drawn from {} must lie in [0, jitter]", jitter_dist->describe());
   if (!repeats()) return {};
   if (times == 0 && until == kTimeMax)
     return "a repeated fault needs an end: a number of firings (times) or an end time (until)";
@@ -256,12 +261,23 @@ void World::schedule_firing(std::size_t i) {
   const std::uint32_t limit =
       !r.repeats() ? 1 : (r.times == 0 ? Repeat::kMaxFirings : std::min(r.times, Repeat::kMaxFirings));
   if (st.fired >= limit) return;
-  if (st.fired > 0 && r.every.count() > (kTimeMax - st.first).count() / st.fired) return;  // past the end
-  Time t = st.first + r.every * st.fired;
+  Time t{};
+  if (r.every_dist && st.fired > 0) {
+    // A period drawn for this firing, from the nominal time of the one before (the jitter does not drift it).
+    if (!st.period_rng) st.period_rng = rng_.stream("fault-period").stream(i);
+    const Time prev = st.fired == 1 ? st.first : st.nominal;
+    const Duration d = r.every_dist->sample(*st.period_rng);
+    if (d >= kTimeMax - prev) return;  // past the end
+    t = st.nominal = prev + d;
+  } else {
+    if (st.fired > 0 && r.every.count() > (kTimeMax - st.first).count() / st.fired) return;  // past the end
+    t = st.first + r.every * st.fired;
+  }
   if (r.jitter > 0ns) {
-    // The seam for a distribution of jitters (sim/distribution.hpp): one draw per firing, from this stream.
+    // One draw per firing, from this stream: uniform in [0, jitter], or the jitter's distribution.
     if (!st.jitter_rng) st.jitter_rng = rng_.stream("fault-jitter").stream(i);
-    const Duration extra = st.jitter_rng->uniform(0ns, r.jitter);
+    const Duration extra =
+        r.jitter_dist ? r.jitter_dist->sample(*st.jitter_rng) : st.jitter_rng->uniform(0ns, r.jitter);
     t = extra >= kTimeMax - t ? kTimeMax : t + extra;
   }
   if (r.repeats() && t > r.until) return;

@@ -39,11 +39,21 @@ struct Trigger {
 /// (from 0) comes at first + k * every + a jitter drawn for it, uniform in [0, jitter], from the fault's own
 /// seeded stream: the nominal times do not drift with the jitter. A firing whose time with its jitter is
 /// past `until` does not happen, and ends the repetition.
+///
+/// With `every_dist`, the period is drawn anew before each firing after the first, from the fault's own
+/// stream "fault-period" (exponential periods: Poisson arrivals): nominal time k = nominal time k-1 + a
+/// draw. With `jitter_dist`, each firing's delay is drawn from it instead of uniform in [0, jitter] (from
+/// the same stream as that uniform draw). A constant period or jitter draws nothing of the kind.
 struct Repeat {
-  Duration every{0};        ///< the period (0: the fault fires once; then `times` and `until` do not apply)
+  /// The period (0: the fault fires once; then `times` and `until` do not apply). With every_dist, the
+  /// shortest period it can draw (> 0), which bounds the firings.
+  Duration every{0};
   std::uint32_t times = 0;  ///< firings in all, the first included (0: as many as `until` allows)
   Time until = kTimeMax;    ///< no firing after this true time
-  Duration jitter{0};       ///< each firing, the first included, comes up to this much later
+  /// Each firing, the first included, comes up to this much later. With jitter_dist, its longest draw.
+  Duration jitter{0};
+  std::optional<Dist> every_dist;   ///< a period drawn per firing (never a constant: that is `every`)
+  std::optional<Dist> jitter_dist;  ///< a jitter drawn per firing (instead of uniform in [0, jitter])
   /// The most firings one fault may have: a plan that could fire more is refused (World::add_fault).
   static constexpr std::uint32_t kMaxFirings = 10'000;
   /// The number of firings this repetition allows at most when the first comes at `first` (kMaxFirings + 1
