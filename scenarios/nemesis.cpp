@@ -361,11 +361,14 @@ std::string names(const std::vector<std::string>& v) {
 std::string repeat_text(const Repeat& r) {
   std::vector<std::string> parts;
   if (r.repeats()) {
-    parts.push_back(fmt::format("every {}", format_time(r.every)));
+    parts.push_back(r.every_dist ? fmt::format("every {}", r.every_dist->describe())
+                                 : fmt::format("every {}", format_time(r.every)));
     if (r.times > 0) parts.push_back(fmt::format("{} times", r.times));
     if (r.until != kTimeMax) parts.push_back(fmt::format("until {}", format_time(r.until)));
   }
-  if (r.jitter > 0ns) parts.push_back(fmt::format("jitter {}", format_time(r.jitter)));
+  if (r.jitter > 0ns)
+    parts.push_back(r.jitter_dist ? fmt::format("jitter {}", r.jitter_dist->describe())
+                                  : fmt::format("jitter {}", format_time(r.jitter)));
   return parts.empty() ? std::string{} : fmt::format(", {}", fmt::join(parts, ", "));
 }
 

@@ -285,11 +285,12 @@ void fault_lines(std::string& s, const FaultSpec& f) {
   // Repetition: only what the fault has, so a file without it reads as it always did.
   const Repeat& r = x.repeat;
   if (r.repeats()) {
-    s += fmt::format("every = {}\n", dur(r.every));
+    s += fmt::format("every = {}\n", r.every_dist ? delay_text(*r.every_dist) : dur(r.every));
     if (r.times > 0) s += fmt::format("times = {}\n", r.times);
     if (r.until != kTimeMax) s += fmt::format("until = {}\n", dur(r.until));
   }
-  if (r.jitter > 0ns) s += fmt::format("jitter = {}\n", dur(r.jitter));
+  if (r.jitter > 0ns)
+    s += fmt::format("jitter = {}\n", r.jitter_dist ? delay_text(*r.jitter_dist) : dur(r.jitter));
   const Trigger& t = x.when;
   if (t.kind == Trigger::Kind::at) {
     s += fmt::format("at = {}\n", dur(t.at));

@@ -32,12 +32,15 @@ constexpr FieldDoc kFaultFields[] = {
     {"side_b", "array of process names or roles", "", "partition: the other side (required unless split)"},
     {"split", "\"leader-alone\" | \"minority\" | \"majority\"", "",
      "partition: sides computed from the leader when it fires, instead of side_a and side_b"},
-    {"every", "duration > 0", "", "repeat: fire again every this long after the first firing"},
+    {"every", "duration > 0 or a distribution (min > 0)", "",
+     "repeat: fire again every this long after the first firing; a distribution draws each period anew "
+     "(exponential: Poisson arrivals), and its shortest value bounds the firings"},
     {"times", "integer 1..10,000", "", "repeat: firings in all, the first included (needs every)"},
     {"until", "time", "limits.max_time",
      "repeat: no firing after this true time (needs every; the repetition ends at times or until)"},
-    {"jitter", "duration", "\"0\"",
-     "each firing comes a uniform random 0..jitter later (seeded; the period does not drift)"},
+    {"jitter", "duration or a distribution", "\"0\"",
+     "each firing comes a uniform random 0..jitter later, or a draw of the distribution later (seeded; the "
+     "period does not drift)"},
 };
 constexpr FieldDoc kAfterFields[] = {
     {"process", "process name or \"*\"", "required", "whose event"},
@@ -339,7 +342,18 @@ void Loader::repetition(const Tab& f, FaultSpec& spec) const {
     if (f.has(key) && !has_every)
       fail_at(f, key, fmt::format("{} bounds a repetition: give its period too (every = \"5s\")", key));
   }
-  if (auto j = duration(f, "jitter", Sign::non_negative)) {
+  DistRules rules;
+  rules.limit = max_time_;
+  rules.limit_name = fmt::format("limits.max_time ({})", format_time(max_time_));
+  if (const toml::node* jn = f.get("jitter"); jn && jn->is_table()) {
+    // A distribution is the jitter itself (a constant one delays every firing by exactly that).
+    rules.noun = "jitter";
+    const Dist d = parse_dist(*jn, f.field("jitter"), file_, rules);
+    if (d.upper_bound() > 0ns) {
+      r.jitter = d.upper_bound();
+      r.jitter_dist = d;
+    }
+  } else if (auto j = duration(f, "jitter", Sign::non_negative)) {
     if (*j > max_time_)
       fail_at(f, "jitter",
               fmt::format("a jitter of {} is beyond limits.max_time ({})", format_time(*j),
@@ -347,7 +361,15 @@ void Loader::repetition(const Tab& f, FaultSpec& spec) const {
     r.jitter = *j;
   }
   if (!has_every) return;
-  r.every = *duration(f, "every", Sign::positive);
+  if (const toml::node* en = f.get("every"); en->is_table()) {
+    rules.sign = DistRules::Sign::positive;
+    rules.noun = "period";
+    const Dist d = parse_dist(*en, f.field("every"), file_, rules);
+    r.every = d.lower_bound();  // the shortest period bounds the firings
+    if (!d.is_constant()) r.every_dist = d;
+  } else {
+    r.every = *duration(f, "every", Sign::positive);
+  }
   if (auto t = integer(f, "times", 1, Repeat::kMaxFirings)) r.times = static_cast<std::uint32_t>(*t);
   const Trigger& w = spec.fault.when;
   // The first firing: `at`, or (a trigger) no earlier than its delay.
@@ -372,13 +394,14 @@ void Loader::repetition(const Tab& f, FaultSpec& spec) const {
   if (bounded.bound(w.kind == Trigger::Kind::at ? w.at : Time{0}) > Repeat::kMaxFirings) {
     fail_at(
         f, "every",
-        fmt::format("a fault every {} {} could fire more than {} times, the most one fault may: give a "
-                    "longer period, times = N or an earlier until{}",
-                    format_time(r.every),
-                    r.until != kTimeMax ? fmt::format("until {}", format_time(r.until))
-                                        : fmt::format("until limits.max_time ({})", format_time(max_time_)),
-                    Repeat::kMaxFirings,
-                    w.kind == Trigger::Kind::at ? "" : " (a triggered fault counts from 0 s)"));
+        fmt::format(
+            "a fault every {} {} could fire more than {} times, the most one fault may: give a "
+            "longer period, times = N or an earlier until{}",
+            r.every_dist ? fmt::format("{} (as short as {})", r.every_dist->describe(), format_time(r.every))
+                         : format_time(r.every),
+            r.until != kTimeMax ? fmt::format("until {}", format_time(r.until))
+                                : fmt::format("until limits.max_time ({})", format_time(max_time_)),
+            Repeat::kMaxFirings, w.kind == Trigger::Kind::at ? "" : " (a triggered fault counts from 0 s)"));
   }
 }
 

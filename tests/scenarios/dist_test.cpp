@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "scenarios/loader.hpp"
 #include "scenarios/loader/dist.hpp"
@@ -297,6 +298,74 @@ TEST(LoaderDist, ARunWithEveryKindIsDeterministic) {
                            "redis")
                   .trace_hash);
   }
+}
+
+// A fault's period and jitter as distributions: read, drawn per firing, written back by a replay file.
+const char* kRandomPeriod = R"(
+[[client]]
+name = "client1"
+acquisitions = 100
+work = "200ms"
+[[fault]]
+kind = "pause"
+target = "client1"
+duration = "300ms"
+at = "1s"
+every = { kind = "exponential", mean = "3s", min = "200ms", max = "20s" }
+until = "50s"
+jitter = { kind = "uniform", min = "10ms", max = "90ms" }
+)";
+
+TEST(LoaderDist, AFaultPeriodAndJitterMayBeDistributions) {
+  const Scenario sc = load_scenario_text(kRandomPeriod, "p.toml");
+  const Repeat& r = sc.faults.at(0).fault.repeat;
+  ASSERT_TRUE(r.every_dist);
+  EXPECT_EQ(r.every, Duration{200ms});  // the shortest period bounds the firings
+  EXPECT_EQ(r.every_dist->describe(), "exponential(min=200ms, mean=3s, max=20s)");
+  ASSERT_TRUE(r.jitter_dist);
+  EXPECT_EQ(r.jitter, Duration{90ms});
+  // A constant written as a table is the constant: nothing to draw, the same run as the plain duration.
+  auto with_every = [](const std::string& every) {
+    return load_scenario_text(
+        "[[client]]\nname = \"client1\"\n[[fault]]\nkind = \"pause\"\ntarget = \"client1\"\nduration = "
+        "\"1s\"\nat = \"1s\"\ntimes = 3\nevery = " +
+            every + "\n",
+        "c.toml");
+  };
+  const Scenario table = with_every("{ kind = \"uniform\", min = \"5s\", max = \"5s\" }");
+  EXPECT_FALSE(table.faults.at(0).fault.repeat.every_dist);
+  EXPECT_EQ(run_scenario(table, "redis").trace_hash, run_scenario(with_every("\"5s\""), "redis").trace_hash);
+}
+
+TEST(LoaderDist, ARandomPeriodIsDrawnPerFiringAndReplaysExactly) {
+  const Scenario sc = load_scenario_text(kRandomPeriod, "p.toml");
+  RunOptions ro;
+  ro.keep_trace = true;
+  const RunOutput a = run_scenario(sc, "redis", ro);
+  std::vector<Time> fired;
+  for (const TraceEvent& e : a.trace)
+    if (e.kind == TraceKind::pause) fired.push_back(e.time);
+  ASSERT_GE(fired.size(), 4u);
+  std::set<Duration> gaps;
+  for (std::size_t k = 1; k < fired.size(); ++k) {
+    EXPECT_GE(fired[k] - fired[k - 1], Duration{200ms} - Duration{90ms});
+    gaps.insert(fired[k] - fired[k - 1]);
+  }
+  EXPECT_GT(gaps.size(), 2u);  // not a grid
+  ReplayInfo info{"redis", a.trace_hash, a.verdict(), "test", ""};
+  const std::string text = scenario_to_toml(sc, &info);
+  EXPECT_NE(text.find("every = { kind = \"exponential\""), std::string::npos) << text;
+  EXPECT_NE(text.find("jitter = { kind = \"uniform\""), std::string::npos) << text;
+  const ReplayFile back = load_replay_text(text, "back.toml");
+  const Repeat& r = back.scenario.faults.at(0).fault.repeat;
+  ASSERT_TRUE(r.every_dist && r.jitter_dist);
+  EXPECT_EQ(r.every_dist->describe(), sc.faults.at(0).fault.repeat.every_dist->describe());
+  const ReplayCheck again = replay(back);
+  EXPECT_TRUE(again.hash_matches);
+  // Another seed draws other periods.
+  RunOptions other = ro;
+  other.seed = 2;
+  EXPECT_NE(run_scenario(sc, "redis", other).trace_hash, a.trace_hash);
 }
 
 }  // namespace locksim
