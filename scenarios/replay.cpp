@@ -176,6 +176,46 @@ void config_lines(std::string& s, const ProtocolConfig& c, const ProtocolConfig&
   if (c.variant != base.variant) s += fmt::format("variant = {}\n", q(c.variant));
 }
 
+/// A client's program as an inline array of step tables, each written out in full (its note too), blocks
+/// nested: what the loader reads back to the same steps.
+std::string steps_text(const std::vector<ClientStep>& steps) {
+  std::vector<std::string> out;
+  for (const ClientStep& st : steps) {
+    using K = ClientStep::Kind;
+    std::string t;
+    switch (st.kind) {
+      case K::work:
+      case K::sleep:
+        t = fmt::format("{} = {}", to_string(st.kind), delay_text(st.duration));
+        break;
+      case K::repeat:
+        t = fmt::format("repeat = {}, steps = {}", st.count, steps_text(st.steps));
+        break;
+      case K::loop:
+        t = fmt::format("loop = {}, steps = {}",
+                        st.until == kTimeMax ? q("forever") : q("until " + format_time(st.until)),
+                        steps_text(st.steps));
+        break;
+      default:
+        t = fmt::format("step = {}", q(std::string(to_string(st.kind))));
+    }
+    if (!st.note.empty()) t += fmt::format(", note = {}", q(st.note));
+    out.push_back("{ " + t + " }");
+  }
+  return fmt::format("[{}]", fmt::join(out, ", "));
+}
+
+/// Background renewal: `renew = true` and each setting the client made (unset ones stay the protocol's).
+void renewal_lines(std::string& s, const RenewalSpec& r) {
+  if (!r.on) return;
+  s += "renew = true\n";
+  if (r.every) s += fmt::format("renew_every = {}\n", dur(*r.every));
+  if (r.before_expiry) s += fmt::format("renew_before_expiry = {}\n", dur(*r.before_expiry));
+  if (r.retry) s += fmt::format("renew_retry = {}\n", dur(*r.retry));
+  if (r.stop_on_failure)
+    s += fmt::format("on_renew_failure = {}\n", q(*r.stop_on_failure ? "stop" : "continue"));
+}
+
 /// A client's own protocol settings as an inline table (only the fields it sets), or "" when it sets none.
 std::string client_settings_text(const ClientSettings& c) {
   std::vector<std::string> kv;
@@ -377,14 +417,19 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
                      c.clock.drift_ppm);
   }
   for (const ClientSpec& c : sc.clients) {
-    s += fmt::format("\n[[client]]\nname = {}\nstart = {}\nacquisitions = {}\nwrites_per_hold = {}\n",
-                     q(c.name), dur(c.start), c.acquisitions, c.writes_per_hold);
-    s += fmt::format("work_min = {}\nwork_max = {}\nthink_min = {}\nthink_max = {}\n", dur(c.work_min),
-                     dur(c.work_max), dur(c.think_min), dur(c.think_max));
+    s += fmt::format("\n[[client]]\nname = {}\nstart = {}\n", q(c.name), dur(c.start));
+    if (c.steps.empty()) {  // the default program, by its flags
+      s += fmt::format("acquisitions = {}\nwrites_per_hold = {}\n", c.acquisitions, c.writes_per_hold);
+      s += fmt::format("work_min = {}\nwork_max = {}\nthink_min = {}\nthink_max = {}\n", dur(c.work_min),
+                       dur(c.work_max), dur(c.think_min), dur(c.think_max));
+      s += fmt::format(
+          "read_modify_write = {}\ncheck_before_write = {}\nextend_before_write = {}\nrelease = {}\n",
+          c.read_modify_write, c.check_before_write, c.extend_before_write, c.release);
+    } else {
+      s += fmt::format("steps = {}\n", steps_text(c.steps));
+    }
     s += fmt::format("retry_delay = {}\ngive_up_at = {}\n", dur(c.retry_delay), dur(c.give_up_at));
-    s += fmt::format(
-        "read_modify_write = {}\ncheck_before_write = {}\nextend_before_write = {}\nrelease = {}\n",
-        c.read_modify_write, c.check_before_write, c.extend_before_write, c.release);
+    renewal_lines(s, c.renewal);
     if (!c.protocol.empty()) s += fmt::format("protocol = {}\n", client_settings_text(c.protocol));
   }
   for (const FaultSpec& f : sc.faults) fault_lines(s, f);

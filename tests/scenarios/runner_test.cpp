@@ -6,6 +6,7 @@
 
 #include "reports/report.hpp"
 #include "scenarios/catalog.hpp"
+#include "scenarios/replay.hpp"
 #include "scenarios/runner.hpp"
 #include "tests/support/toy_protocol.hpp"
 
@@ -162,4 +163,21 @@ TEST(Compare, CutsCellsOnlyToFitATerminalAndSaysSo) {
   const std::string narrow = compare_report(runs, sc, TextStyle{false, 100});
   EXPECT_NE(narrow.find("~"), std::string::npos) << narrow;
   EXPECT_NE(narrow.find("(cells cut to fit 100 columns"), std::string::npos) << narrow;
+}
+
+// A replay file says the whole scenario: every catalog scenario, written out and read back, runs to the
+// same trace hash for each protocol it expects (client programs, renewal, per-client settings, roles,
+// distributions: whatever it uses).
+TEST(Replay, EveryCatalogScenarioReplaysFromItsFile) {
+  for (const auto& name : catalog_names()) {
+    const Scenario sc = load_scenario(name);
+    for (const auto& [p, e] : sc.expect) {
+      const RunOutput r = run_scenario(sc, p);
+      ReplayInfo info{p, r.trace_hash, r.verdict(), "runner_test", ""};
+      const std::string text = scenario_to_toml(sc, &info);
+      const ReplayFile f = load_replay_text(text, name + ".replay.toml");
+      EXPECT_EQ(scenario_to_toml(f.scenario, &info), text) << name << " " << p;
+      EXPECT_TRUE(replay(f).hash_matches) << name << " " << p << "\n" << text;
+    }
+  }
 }
