@@ -420,8 +420,14 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
     s += fmt::format("\n[[client]]\nname = {}\nstart = {}\n", q(c.name), dur(c.start));
     if (c.steps.empty()) {  // the default program, by its flags
       s += fmt::format("acquisitions = {}\nwrites_per_hold = {}\n", c.acquisitions, c.writes_per_hold);
-      s += fmt::format("work_min = {}\nwork_max = {}\nthink_min = {}\nthink_max = {}\n", dur(c.work_min),
-                       dur(c.work_max), dur(c.think_min), dur(c.think_max));
+      if (c.work_dist)
+        s += fmt::format("work = {}\n", delay_text(*c.work_dist));
+      else
+        s += fmt::format("work_min = {}\nwork_max = {}\n", dur(c.work_min), dur(c.work_max));
+      if (c.think_dist)
+        s += fmt::format("think = {}\n", delay_text(*c.think_dist));
+      else
+        s += fmt::format("think_min = {}\nthink_max = {}\n", dur(c.think_min), dur(c.think_max));
       s += fmt::format(
           "read_modify_write = {}\ncheck_before_write = {}\nextend_before_write = {}\nrelease = {}\n",
           c.read_modify_write, c.check_before_write, c.extend_before_write, c.release);

@@ -71,6 +71,8 @@ struct ClientSpec {
   std::uint32_t writes_per_hold = 1;    ///< writes inside each critical section
   Duration work_min{0}, work_max{0};    ///< work before each write (uniform), e.g. read–sleep–write
   Duration think_min{0}, think_max{0};  ///< pause between releasing and the next acquire
+  /// `work` / `think` given as a distribution (a table): drawn at each step instead of the uniform range.
+  std::optional<DelayDist> work_dist, think_dist;
   /// The workload's wait after the protocol gave up acquiring, before it calls acquire again (not the
   /// protocol's own retry_delay between the attempts inside one acquire: ClientSettings, ProtocolConfig).
   Duration retry_delay{500ms};

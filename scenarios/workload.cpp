@@ -427,7 +427,12 @@ class ClientRun {
 std::vector<ClientStep> default_program(const ClientSpec& spec) {
   std::vector<ClientStep> per_write;
   if (spec.read_modify_write) per_write.push_back(simple(ClientStep::Kind::read));
-  if (spec.work_max > 0ns) per_write.push_back(timed(ClientStep::Kind::work, spec.work_min, spec.work_max));
+  if (spec.work_dist) {
+    per_write.push_back(simple(ClientStep::Kind::work));
+    per_write.back().duration = *spec.work_dist;
+  } else if (spec.work_max > 0ns) {
+    per_write.push_back(timed(ClientStep::Kind::work, spec.work_min, spec.work_max));
+  }
   if (spec.extend_before_write) per_write.push_back(simple(ClientStep::Kind::extend));
   if (spec.check_before_write) per_write.push_back(simple(ClientStep::Kind::check));
   per_write.push_back(simple(ClientStep::Kind::write));
@@ -435,7 +440,12 @@ std::vector<ClientStep> default_program(const ClientSpec& spec) {
   hold.push_back(simple(ClientStep::Kind::acquire));
   hold.push_back(block(ClientStep::Kind::repeat, spec.writes_per_hold, std::move(per_write)));
   if (spec.release) hold.push_back(simple(ClientStep::Kind::release));
-  if (spec.think_max > 0ns) hold.push_back(timed(ClientStep::Kind::sleep, spec.think_min, spec.think_max));
+  if (spec.think_dist) {
+    hold.push_back(simple(ClientStep::Kind::sleep));
+    hold.back().duration = *spec.think_dist;
+  } else if (spec.think_max > 0ns) {
+    hold.push_back(timed(ClientStep::Kind::sleep, spec.think_min, spec.think_max));
+  }
   return {block(ClientStep::Kind::repeat, spec.acquisitions, std::move(hold))};
 }
 

@@ -15,10 +15,13 @@ constexpr FieldDoc kClientFields[] = {
     {"start", "time", "\"0\"", "when the client starts; must be before max_time"},
     {"acquisitions", "integer 1..10,000,000", "1", "successful acquisitions before the client exits"},
     {"writes_per_hold", "integer 0..1,000,000", "1", "writes in each critical section"},
-    {"work", "duration", "\"0\"", "work before each write (sets work_min = work_max)"},
+    {"work", "duration or distribution", "\"0\"",
+     "work before each write: a duration (sets work_min = work_max) or any distribution"},
     {"work_min", "duration", "\"0\"", "work drawn uniformly in [work_min, work_max]"},
     {"work_max", "duration", "work_min", "the upper bound of work"},
-    {"think", "duration", "\"0\"", "pause between release and the next acquire (sets think_min = think_max)"},
+    {"think", "duration or distribution", "\"0\"",
+     "pause between release and the next acquire: a duration (sets think_min = think_max) or any "
+     "distribution"},
     {"think_min", "duration", "\"0\"", "think drawn uniformly in [think_min, think_max]"},
     {"think_max", "duration", "think_min", "the upper bound of think"},
     {"retry_delay", "duration", "\"500ms\"",
@@ -324,9 +327,18 @@ void Loader::clients(const Tab& root, Scenario& s) {
       spec.acquisitions = static_cast<std::uint32_t>(*v);
     if (auto v = integer(c, "writes_per_hold", 0, 1'000'000))
       spec.writes_per_hold = static_cast<std::uint32_t>(*v);
-    auto range = [&](const char* both, const char* lo, const char* hi, Duration& out_lo, Duration& out_hi) {
+    auto range = [&](const char* both, const char* lo, const char* hi, Duration& out_lo, Duration& out_hi,
+                     std::optional<DelayDist>& out_dist) {
       if (c.has(both) && (c.has(lo) || c.has(hi))) {
         fail_at(c, both, fmt::format("give either {} or {}/{}, not both", both, lo, hi));
+      }
+      if (const toml::node* d = c.get(both); d != nullptr && d->is_table()) {
+        DistRules rules;
+        rules.limit = max_time_;
+        rules.limit_name = fmt::format("limits.max_time ({})", format_time(max_time_));
+        rules.noun = both;
+        out_dist = parse_dist(*d, c.field(both), file_, rules);
+        return;
       }
       if (auto v = duration(c, both, Sign::non_negative)) out_lo = out_hi = *v;
       auto l = duration(c, lo, Sign::non_negative);
@@ -338,8 +350,8 @@ void Loader::clients(const Tab& root, Scenario& s) {
                 fmt::format("{} ({}) is below {} ({})", hi, format_time(out_hi), lo, format_time(out_lo)));
       }
     };
-    range("work", "work_min", "work_max", spec.work_min, spec.work_max);
-    range("think", "think_min", "think_max", spec.think_min, spec.think_max);
+    range("work", "work_min", "work_max", spec.work_min, spec.work_max, spec.work_dist);
+    range("think", "think_min", "think_max", spec.think_min, spec.think_max, spec.think_dist);
     if (auto v = duration(c, "retry_delay", Sign::non_negative)) spec.retry_delay = *v;
     if (auto v = duration(c, "give_up_at", Sign::non_negative)) spec.give_up_at = *v;
     if (auto v = boolean(c, "read_modify_write")) spec.read_modify_write = *v;

@@ -2,10 +2,12 @@
 // world → workload → history. The ground truth each step records is asserted, not only the verdict.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
 #include "scenarios/loader.hpp"
+#include "scenarios/replay.hpp"
 #include "scenarios/runner.hpp"
 #include "scenarios/workload.hpp"
 
@@ -452,4 +454,35 @@ TEST(Renewal, SameSeedSameTrace) {
     EXPECT_EQ(run_text(long_job("renew = true", kPauseInTheJob), p, 5).trace_hash,
               run_text(long_job("renew = true", kPauseInTheJob), p, 5).trace_hash);
   }
+}
+
+// ------------------------------------------------------------------------------------------ flag distributions
+
+TEST(Program, FlagWorkAndThinkTakeADistributionDrawnAtEachStep) {
+  const std::string text =
+      "[lock]\nttl = \"10s\"\n[[client]]\nname = \"client1\"\nacquisitions = 6\ncheck_before_write = false\n"
+      "work = { kind = \"uniform\", min = \"100ms\", max = \"900ms\" }\n"
+      "think = { kind = \"exponential\", mean = \"300ms\", max = \"2s\" }\n";
+  const RunOutput r = run_text(text, "redis");
+  const auto acquired = notes(r, "acquired"), written = notes(r, "write"), released = notes(r, "released");
+  ASSERT_EQ(acquired.size(), 6u);
+  ASSERT_EQ(written.size(), 6u);
+  std::set<Duration> works;
+  for (std::size_t i = 0; i < 6; ++i) {
+    const Duration w = written[i].time - acquired[i].time;
+    EXPECT_GE(w, 100ms) << i;
+    EXPECT_LE(w, 900ms) << i;
+    works.insert(w);
+  }
+  EXPECT_GT(works.size(), 3u);  // drawn at each write, not once
+  std::set<Duration> thinks;
+  for (std::size_t i = 0; i + 1 < 6; ++i) thinks.insert(notes(r, "acquire")[i + 1].time - released[i].time);
+  EXPECT_GT(thinks.size(), 3u);
+  EXPECT_EQ(run_text(text, "redis").trace_hash, r.trace_hash);
+  // Written back as distributions, the scenario replays to the same trace.
+  const Scenario sc = load_scenario_text(text, "workload_test.toml");
+  ASSERT_TRUE(sc.clients[0].work_dist && sc.clients[0].think_dist);
+  ReplayInfo info{"redis", r.trace_hash, r.verdict(), "workload_test", ""};
+  const ReplayFile f = load_replay_text(scenario_to_toml(sc, &info), "replay.toml");
+  EXPECT_TRUE(replay(f).hash_matches);
 }
