@@ -54,6 +54,10 @@ class WallTimer {
 };
 
 /// One scenario × protocol outcome of `locksim check`, for JUnit XML.
+/// Whether a trace event is one the story is told with (the text report's event list, `run --step`'s `s`): a
+/// client's acquisitions, checks, writes and their answers, releases, and every fault.
+bool is_story_event(const TraceEvent& ev);
+
 struct JUnitCase {
   std::string scenario;  ///< becomes the test case's classname
   std::string protocol;  ///< becomes the test case's name

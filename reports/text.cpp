@@ -17,6 +17,25 @@ std::string paint(bool on, const char* code, const std::string& s) {
 
 }  // namespace
 
+bool is_story_event(const TraceEvent& ev) {
+  static const char* interesting[] = {"acquired",       "lease-check", "write",   "write-accepted",
+                                      "write-rejected", "released",    "expired", "extended",
+                                      "extend-failed",  "gave-up"};
+  switch (ev.kind) {
+    case TraceKind::note:
+      return std::find(std::begin(interesting), std::end(interesting), ev.label) != std::end(interesting);
+    case TraceKind::pause:
+    case TraceKind::resume:
+    case TraceKind::crash:
+    case TraceKind::restart:
+    case TraceKind::clock:
+    case TraceKind::network:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle style) {
   const bool col = style.color;
   std::string out;
@@ -31,15 +50,12 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
   out += "events (true time):\n";
   std::size_t name_w = 10;
   for (const auto& n : run.process_names) name_w = std::max(name_w, n.size());
-  static const char* interesting[] = {"acquired",       "lease-check", "write",   "write-accepted",
-                                      "write-rejected", "released",    "expired", "extended",
-                                      "extend-failed",  "gave-up"};
   for (const auto& ev : run.trace) {
     bool show = false;
     std::string what;
     switch (ev.kind) {
       case TraceKind::note:
-        show = std::find(std::begin(interesting), std::end(interesting), ev.label) != std::end(interesting);
+        show = is_story_event(ev);
         what = ev.detail.empty() ? ev.label : fmt::format("{} ({})", ev.label, ev.detail);
         break;
       case TraceKind::pause:

@@ -1,8 +1,11 @@
 // `locksim run` (and --compare, --step), `list` and `demo`.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "scenarios/catalog.hpp"
 #include "scenarios/cli/cli.hpp"
@@ -11,26 +14,86 @@ namespace locksim::cli {
 
 namespace {
 
-/// `run --step`: one trace event at a time, each followed by a wait for Enter on stdin ('q' + Enter quits; at
-/// the end of stdin the rest runs without waiting). Returns false when the user quit.
+/// `run --step`: the run one trace event at a time. After each event it reads a command from stdin: Enter =
+/// the next event, `n N` = N events on, `s` = the next event of the story (text report's list), `v` = the
+/// first violation, `b` = one back, `q` = quit. At the end of stdin the rest runs without waiting. Returns
+/// false when the user quit.
 bool step_through(const RunOutput& r, const Scenario& sc, TextStyle style) {
-  fmt::print("{} with {}: {} events. Enter = next event, q + Enter = quit.\n\n", sc.name, r.protocol,
-             r.trace.size());
+  const std::size_t n = r.trace.size();
+  fmt::print(
+      "{} with {}: {} events. Enter = next event, n N = N events on, s = next story event, v = the "
+      "violation, "
+      "b = back, q + Enter = quit.\n\n",
+      sc.name, r.protocol, n);
+  if (n == 0) return true;
+  const std::size_t width = std::to_string(n).size();
+  const auto show = [&](std::size_t i) {
+    fmt::print("[{:>{}}/{}] {}\n", i + 1, width, n, describe_event(r, r.trace[i], style));
+  };
+  // The violation: the first event at or after the earliest anomaly's time (its write's processing).
+  std::optional<std::size_t> violation;
+  if (!r.check.violations.empty()) {
+    Time first = r.check.violations[0].time;
+    for (const auto& v : r.check.violations) first = std::min(first, v.time);
+    for (std::size_t i = 0; i < n && !violation; ++i)
+      if (r.trace[i].time >= first) violation = i;
+  }
+  std::size_t i = 0;
+  show(0);
   bool wait = true;
-  for (std::size_t i = 0; i < r.trace.size(); ++i) {
-    fmt::print("[{:>{}}/{}] {}\n", i + 1, std::to_string(r.trace.size()).size(), r.trace.size(),
-               describe_event(r, r.trace[i], style));
-    if (!wait || i + 1 == r.trace.size()) continue;
+  while (i + 1 < n) {
+    if (!wait) {
+      show(++i);
+      continue;
+    }
     std::fflush(stdout);
     std::string line;
     if (!std::getline(std::cin, line)) {
       wait = false;  // no more input: run to the end
       continue;
     }
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    std::size_t to = i + 1;
     if (line == "q" || line == "Q") {
-      fmt::print("stopped after event {} of {}.\n", i + 1, r.trace.size());
+      fmt::print("stopped after event {} of {}.\n", i + 1, n);
       return false;
+    } else if (line == "b") {
+      if (i == 0) {
+        fmt::print("(at the first event)\n");
+        continue;
+      }
+      to = i - 1;
+    } else if (line == "s") {
+      to = i + 1;
+      while (to < n && !is_story_event(r.trace[to])) ++to;
+      if (to == n) {
+        fmt::print("(no story event after this one)\n");
+        continue;
+      }
+    } else if (line == "v") {
+      if (!violation) {
+        fmt::print("(this run has no violation)\n");
+        continue;
+      }
+      to = *violation;
+    } else if (line.rfind("n ", 0) == 0 || line == "n") {
+      std::uint64_t k = 0;
+      const std::string num = line.size() > 2 ? line.substr(2) : "";
+      const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), k);
+      if (num.empty() || ec != std::errc{} || end != num.data() + num.size() || k == 0) {
+        fmt::print("(n needs a number of events: n 10)\n");
+        continue;
+      }
+      to = static_cast<std::size_t>(std::min<std::uint64_t>(i + k, n - 1));
+    } else if (!line.empty()) {
+      fmt::print(
+          "(commands: Enter = next, n N, s = next story event, v = the violation, b = back, q = quit)\n");
+      continue;
     }
+    if (to != i + 1)
+      fmt::print("-- event {} of {}, t = {} s --\n", to + 1, n, format_seconds(r.trace[to].time, 3));
+    i = to;
+    show(i);
   }
   fmt::print("\n");
   return true;

@@ -192,6 +192,29 @@ TEST(Step, EnterAdvancesAndQQuits) {
   fs::remove_all(dir);
 }
 
+TEST(Step, CommandsJumpToTheStoryTheViolationAndBack) {
+  const fs::path dir = scratch("step-commands");
+  std::ofstream(dir / "keys") << "s\nv\nb\nn 2\nwhat\nq\n";
+  const Result r = shell("locksim run kleppmann-gc-pause -p redis --step", dir, "keys");
+  EXPECT_EQ(r.code, 1) << r.output;
+  std::vector<int> shown;
+  for (const auto& l : lines_of(r.output)) {
+    std::smatch m;
+    if (std::regex_search(l, m, std::regex(R"(^\[\s*(\d+)/\d+\] t=)"))) shown.push_back(std::stoi(m[1]));
+  }
+  ASSERT_EQ(shown.size(), 5u) << r.output;  // the first, then s, v, b, n 2 (the unknown word shows none)
+  EXPECT_EQ(shown[0], 1);
+  EXPECT_GT(shown[1], 2) << r.output;               // s skipped the servers' start-up to the story
+  EXPECT_GT(shown[2], shown[1] + 100) << r.output;  // v: at the stale write, 15 s later
+  EXPECT_EQ(shown[3], shown[2] - 1);
+  EXPECT_EQ(shown[4], shown[3] + 2);
+  EXPECT_NE(r.output.find("acquired"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("t = 15.00"), std::string::npos) << r.output;  // the position line of the jump
+  EXPECT_NE(r.output.find("(commands: Enter = next"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped after event"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
 TEST(Step, EndOfInputRunsToTheEndThenReports) {
   const fs::path dir = scratch("step-eof");
   const Result r = shell("locksim run kleppmann-gc-pause -p redis --step", dir, "/dev/null");
