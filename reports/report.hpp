@@ -54,6 +54,12 @@ class WallTimer {
 };
 
 /// One scenario × protocol outcome of `locksim check`, for JUnit XML.
+/// Grants the service made that no client ever learned of: an attempt whose answer came after its client
+/// stopped waiting (a reply later than the node timeout) holds the lock for nobody until it expires. One
+/// sentence each, in time order (from the service's records and the kept trace's notes; empty without a
+/// trace). Beside the verdict: a liveness problem, not a safety one.
+std::vector<std::string> orphan_grants(const RunOutput& run);
+
 /// Whether a trace event is one the story is told with (the text report's event list, `run --step`'s `s`): a
 /// client's acquisitions, checks, writes and their answers, releases, and every fault.
 bool is_story_event(const TraceEvent& ev);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "reports/report.hpp"
@@ -240,6 +241,64 @@ std::string story(const RunOutput& run) {
   std::string out;
   for (const Violation& v : run.check.violations) out += anomaly_story(run, v) + "\n";
   return out;
+}
+
+std::vector<std::string> orphan_grants(const RunOutput& run) {
+  const History& h = run.history;
+  std::set<std::pair<std::string, std::string>> heard;  // (key, value) some client learned it holds
+  for (const GrantRecord& g : h.grants) heard.insert({g.key, g.value});
+  const std::set<std::string> declared(h.service_nodes.begin(), h.service_nodes.end());
+  struct Held {
+    std::set<std::string> nodes;
+    Time at{};  // when the quorum-th node set it: the service granted it
+  };
+  std::map<std::pair<std::string, std::string>, Held> sets;
+  for (const ServiceSet& s : h.service_sets) {
+    if (!declared.empty() && declared.count(s.node) == 0) continue;
+    Held& e = sets[{s.key, s.value}];
+    if (e.nodes.insert(s.node).second && e.nodes.size() == std::max<std::uint32_t>(1, h.service_quorum))
+      e.at = s.time;
+  }
+  std::vector<std::pair<Time, std::string>> out;
+  for (const auto& [kv, e] : sets) {
+    if (e.nodes.size() < std::max<std::uint32_t>(1, h.service_quorum) || heard.count(kv) != 0) continue;
+    const auto& [key, value] = kv;
+    // The attempt that carried this value (its client's acquire-sent note names it), and what its client did
+    // next: a new attempt or giving up, before the grant or after it.
+    const TraceEvent* sent = nullptr;
+    const TraceEvent* next = nullptr;
+    for (const TraceEvent& ev : run.trace) {
+      if (ev.kind != TraceKind::note) continue;
+      if (sent == nullptr) {
+        if (ev.label == "acquire-sent" && (ev.detail.find("value=" + value + " ") != std::string::npos ||
+                                           ev.detail.ends_with("value=" + value)))
+          sent = &ev;
+      } else if (ev.proc == sent->proc && (ev.label == "acquire-sent" || ev.label == "acquire-failed" ||
+                                           ev.label == "gave-up" || ev.label == "acquired")) {
+        next = &ev;
+        break;
+      }
+    }
+    if (sent == nullptr) continue;  // not an attempt the trace names (the trace was not kept)
+    const std::string client = run.name_of(sent->proc);
+    const std::string then =
+        next == nullptr                 ? "nothing followed"
+        : next->label == "acquire-sent" ? fmt::format("its next attempt came at {}", secs(next->time))
+        : next->label == "acquired" ? fmt::format("it acquired with another attempt at {}", secs(next->time))
+                                    : fmt::format("it gave up at {}", secs(next->time));
+    out.emplace_back(
+        e.at, fmt::format(
+                  "The service granted '{}' to {}'s attempt sent at {} (at {}, {}), but {} never learned it "
+                  "held it ({}): the lock was "
+                  "held for nobody, and no client could take it until it expired ([lock] ttl {}) or was "
+                  "released.",
+                  key, client, secs(sent->time), secs(e.at), fmt::join(e.nodes, ", "), client, then,
+                  format_seconds(run.config.ttl, 3) + " s"));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> lines;
+  for (auto& [t, s] : out) lines.push_back(std::move(s));
+  return lines;
 }
 
 std::string anomaly_summary(const CheckResult& c) {

@@ -120,6 +120,7 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
         run.history.service_quorum > 1 ? fmt::format("quorum of {}", run.history.service_quorum)
                                        : std::string("one"));
   }
+  for (const std::string& o : orphan_grants(run)) out += "granted to nobody: " + o + "\n";
   if (c.undeclared_records > 0)
     out += fmt::format("service records from undeclared processes: {} (ignored)\n", c.undeclared_records);
   const bool safe = c.safe;

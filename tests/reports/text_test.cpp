@@ -10,6 +10,7 @@
 
 #include "reports/report.hpp"
 #include "scenarios/catalog.hpp"
+#include "scenarios/loader.hpp"
 #include "scenarios/runner.hpp"
 
 using namespace locksim;
@@ -382,4 +383,26 @@ TEST(DescribeEvent, APollIsNotAGivingUp) {
   }
   EXPECT_GT(polls, 0u);
   EXPECT_GT(gave_up, 0u);
+}
+
+// A reply later than the client's node timeout leaves the lock granted to an attempt nobody follows up: the
+// report says so (a liveness problem beside a safe verdict); a healthy run has none.
+TEST(Story, AGrantNoClientLearnedOfIsReported) {
+  const std::string text =
+      "[lock]\nttl = \"2s\"\n[[client]]\nname = \"client1\"\nacquisitions = 1\n[[client]]\nname = "
+      "\"client2\"\n"
+      "start = \"10ms\"\nacquisitions = 1\nretry_delay = \"100ms\"\n[[fault]]\nkind = \"delay_spike\"\n"
+      "target = \"redis1\"\npeer = \"client1\"\nextra = \"100ms\"\ncount = 1\nat = \"0s\"\n";
+  const Scenario sc = load_scenario_text(text, "orphan.toml");
+  const RunOutput run = run_scenario(sc, "redis");
+  const auto o = orphan_grants(run);
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_NE(o[0].find("to client1's attempt sent at 0.000 s"), std::string::npos) << o[0];
+  EXPECT_NE(o[0].find("its next attempt came at"), std::string::npos) << o[0];
+  EXPECT_NE(text_report(run, sc, TextStyle{false, 100}).find("granted to nobody: "), std::string::npos);
+  EXPECT_TRUE(run.check.safe);
+  auto [healthy_sc, healthy] = run_catalog("no-faults", "redlock");
+  EXPECT_TRUE(orphan_grants(healthy).empty());
+  auto [lease_sc, lease] = run_catalog("no-faults", "lease");
+  EXPECT_TRUE(orphan_grants(lease).empty());
 }
