@@ -161,8 +161,9 @@ function drawAxis(W) {
 // further redraws.
 var VX0 = 0, VX1 = 0, pending = false;
 function vis(x0, x1) { return Math.max(x0, x1) >= VX0 && Math.min(x0, x1) <= VX1; }
-var writeById = {};
+var writeById = {}, inViolation = {};
 for (k = 0; k < M.writes.length; k++) writeById[M.writes[k].id] = M.writes[k];
+M.violations.forEach(function (v) { inViolation[v.earlier] = inViolation[v.later] = true; });
 
 // ---- messages: one arrow each, or a band with a count where one process repeats itself ----
 var MSGKEY = M.msgs.map(function (m) { return m[2] + '|' + E[m[0]][5]; });
@@ -283,11 +284,29 @@ function render(scrollTo) {
     }
   }
   drawMessages(layers.arrows, Lb);
-  // writes: client → store, judged there
+  // writes: client → store, judged there; a run of one client's writes of one verdict is a band (never a
+  // write of a violation)
+  var wl = [], wi = [];
   for (k = 0; k < M.writes.length; k++) {
-    var w = M.writes[k];
+    var wk = M.writes[k], wx0 = xof(T(wk.e0)), wx1 = xof(T(wk.e1));
+    if (!vis(wx0, wx1)) continue;
+    wl.push({ key: inViolation[wk.id] ? 'v' + k : 'w|' + wk.from + '|' + (!wk.arrived ? 'lost' : wk.accepted ? 'ok' : 'bad'), x0: wx0, x1: wx1 });
+    wi.push(k);
+  }
+  var wg = Lay.groupMessages(wl, 24, 6), wshow = wg.singles.map(function (j) { return wi[j]; });
+  wg.bands.forEach(function (b) {
+    var w0 = M.writes[wi[b.members[0]]], id = b.key + '@' + wi[b.members[0]], open = !!state.open[id], yb = laneY[w0.from];
+    var v = !w0.arrived ? 'never arrived' : w0.accepted ? 'accepted \u2713' : 'rejected \u2717';
+    var what = b.members.length + ' writes ' + v;
+    var r = el('rect', { x: b.x0, y: yb + 7, width: Math.max(4, b.x1 - b.x0), height: 6, rx: 3, 'class': 'band wband ' + (w0.accepted ? 'ok' : 'bad') + (open ? ' open' : ''),
+      'data-band': id, 'data-count': String(b.members.length), 'data-head': what + ' by ' + L[w0.from].name + ' \u00b7 click to ' + (open ? 'fold' : 'show each write') }, Wr);
+    label(Lb, b.x0 + 2, yb + 24, what, 'band-label', 'start', [13]);
+    if (open) b.members.forEach(function (j) { wshow.push(wi[j]); });
+  });
+  wshow.sort(function (p2, q2) { return p2 - q2; });
+  for (var ws = 0; ws < wshow.length; ws++) {
+    var w = M.writes[wshow[ws]];
     x0 = xof(T(w.e0)); x1 = xof(T(w.e1));
-    if (!vis(x0, x1)) continue;
     var y0 = laneY[w.from], y1 = laneY[w.to], cls = !w.arrived ? 'lost' : w.accepted ? 'ok' : 'bad';
     el('path', { d: seg(x0, y0, x1, y1), 'class': 'write ' + cls, 'data-sent': x0 }, Wr);
     var wt = (w.token === null ? '' : 't' + w.token + ' ') + (w.accepted ? '\u2713' : '\u2717');

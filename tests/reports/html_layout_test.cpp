@@ -186,3 +186,30 @@ TEST_F(HtmlLayout, LongPauseReadsTrueTimes) {
   ASSERT_FALSE(r.check.safe);
   check_everywhere(html_report(r, sc), "toy-gc-pause-45s", 45.0, true);
 }
+
+TEST_F(HtmlLayout, BusyRunIsBandedAndUncluttered) {
+  // Five retrying clients against five Redlock nodes, a pause nemesis, a dozen anomalies: repeated messages
+  // and writes are drawn as bands with counts, labels still never overlap, the banner stays in the window.
+  const Scenario sc = load_scenario("jepsen-etcd-nemesis-repeat");
+  const RunOutput r = run_scenario(sc, "redlock");
+  ASSERT_FALSE(r.check.safe);
+  const fs::path dir = temp_dir("layout-busy");
+  const fs::path page = dir / "busy.html";
+  spit(page, html_report(r, sc));
+  for (int width : {1024, 1400}) {
+    const std::string where = "jepsen-etcd-nemesis-repeat-redlock at " + std::to_string(width) + " px, fit";
+    const std::string dom = dump_dom(dir, page, "", width, 900, std::to_string(width));
+    ASSERT_NE(dom.find("data-rendered=\"1\""), std::string::npos) << where << "\n"
+                                                                  << slurp(dir / "stderr.txt");
+    EXPECT_NE(dom.find("data-js-errors=\"0\""), std::string::npos) << where;
+    const json lay = script_json(dom, "layout");
+    ASSERT_TRUE(lay.is_object()) << where;
+    check_axis(lay, where);
+    check_labels(lay, where);
+    check_banner(lay, where);
+    std::size_t banded = 0;
+    for (const auto& b : lay["bands"]) banded += b["count"].get<std::size_t>();
+    EXPECT_GT(banded, r.trace.size() / 20) << where << ": repeated messages are not banded";
+  }
+  fs::remove_all(dir);
+}
