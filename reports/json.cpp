@@ -105,6 +105,7 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   j["anomalies"] = kinds;
   j["inconclusive"] = run.inconclusive();
   j["story"] = story(run);
+  j["orphan_grants"] = orphan_grants(run);
   j["trace_hash"] = fmt::format("{:016x}", run.trace_hash);
   j["events"] = run.events;
   j["messages"] = run.messages;
