@@ -436,6 +436,21 @@ std::optional<std::uint32_t> shard_number(std::string_view s) {
 }
 
 std::pair<std::uint32_t, std::uint32_t> parse_shard(const ExploreArgs& a) {
+  if (!a.shard.empty() + !a.shard_number.empty() + (a.shards > 0) > 1)
+    throw InputError("<command line>", 0, "--shard",
+                     "give one of --shard K/N (0-based), --shard-number K/N (1-based) or --shards N");
+  if (!a.shard_number.empty()) {
+    const std::string_view spec = a.shard_number;
+    const auto slash = spec.find('/');
+    const auto k = slash == std::string_view::npos ? std::nullopt : shard_number(spec.substr(0, slash));
+    const auto n = slash == std::string_view::npos ? std::nullopt : shard_number(spec.substr(slash + 1));
+    if (!k || !n || *n == 0 || *k == 0 || *k > *n) {
+      throw InputError(
+          "<command line>", 0, "--shard-number",
+          fmt::format("'{}' is not K/N with 1 <= K <= N (e.g. --shard-number 1/4)", a.shard_number));
+    }
+    return {*k - 1, *n};
+  }
   if (!a.shard.empty()) {
     const std::string_view spec = a.shard;
     const auto slash = spec.find('/');
@@ -450,9 +465,20 @@ std::pair<std::uint32_t, std::uint32_t> parse_shard(const ExploreArgs& a) {
   if (a.shards > 0) {
     const char* env = std::getenv("JOB_COMPLETION_INDEX");
     if (!env) {
-      throw InputError(
-          "<command line>", 0, "--shards",
-          "--shards N takes the shard index from JOB_COMPLETION_INDEX, which is not set (use --shard K/N)");
+      if (const char* gl = std::getenv("CI_NODE_INDEX")) {  // GitLab parallel: 1..CI_NODE_TOTAL
+        const auto k = shard_number(gl);
+        if (!k || *k == 0 || *k > a.shards)
+          throw InputError("<environment>", 0, "CI_NODE_INDEX",
+                           fmt::format("'{}' is not a node index from 1 to {}", gl, a.shards));
+        if (const char* total = std::getenv("CI_NODE_TOTAL"); total && shard_number(total) != a.shards)
+          throw InputError(
+              "<environment>", 0, "CI_NODE_TOTAL",
+              fmt::format("'{}' is not --shards {}: the jobs would not cover the seeds", total, a.shards));
+        return {*k - 1, a.shards};
+      }
+      throw InputError("<command line>", 0, "--shards",
+                       "--shards N takes the shard index from JOB_COMPLETION_INDEX (Kubernetes, 0-based) or "
+                       "CI_NODE_INDEX (GitLab, 1-based), and neither is set (use --shard K/N)");
     }
     const auto k = shard_number(env);
     if (!k || *k >= a.shards) {
@@ -625,7 +651,7 @@ int cmd_explore(const ExploreArgs& a) {
     info.verdict = sr.verdict;
     info.found_by = again;
     info.story = describe(sr.plan);
-    std::string path = a.replay_out;
+    std::string path = replace_all(a.replay_out, "{shard}", std::to_string(shard));
     if (path.empty()) {
       const std::filesystem::path dir =
           out_path.empty() ? std::filesystem::path(".") : std::filesystem::path(out_path).parent_path();

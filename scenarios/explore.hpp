@@ -125,7 +125,10 @@ struct ExploreArgs {
   static constexpr std::uint32_t kMaxFaults = 10'000;  ///< --max-faults at most (a plan's faults are built)
   std::uint32_t jobs = 0;                              ///< 0: one per hardware thread
   std::string shard;                                   ///< "K/N", 0-based K
-  std::uint32_t shards = 0;                            ///< N, with K from JOB_COMPLETION_INDEX
+  std::string shard_number;                            ///< "K/N", 1-based K (a GitHub matrix, GitLab)
+  /// N, with K from JOB_COMPLETION_INDEX (0-based: a Kubernetes Indexed Job), else from CI_NODE_INDEX
+  /// (1-based: GitLab's `parallel:`, whose CI_NODE_TOTAL must then be N)
+  std::uint32_t shards = 0;
   std::string out;  ///< JSONL file; "{shard}" is replaced by the shard index
   bool resume = false;
   std::string mode = "anything";
@@ -134,7 +137,7 @@ struct ExploreArgs {
   bool shrink = true;
   std::uint32_t shrink_runs = 400;
   std::string
-      replay_out;  ///< replay file of the first failure (default: beside --out, or the current directory)
+      replay_out;  ///< replay file of the first failure ("{shard}": the shard index; default: beside --out)
   bool no_progress = false;
 };
 

@@ -148,7 +148,12 @@ int main(int argc, char** argv) {
       ->add_option("-j,--jobs", xa.jobs, "threads (default or 0: one per core); results do not depend on it")
       ->transform(whole_number(0, ExploreArgs::kMaxJobs));
   explore->add_option("--shard", xa.shard, "K/N: run only shard K (0-based) of N");
-  explore->add_option("--shards", xa.shards, "N shards, the index K from JOB_COMPLETION_INDEX (Kubernetes)")
+  explore->add_option("--shard-number", xa.shard_number,
+                      "K/N: run only shard K (1-based, as a GitHub matrix or GitLab numbers jobs) of N");
+  explore
+      ->add_option("--shards", xa.shards,
+                   "N shards, the index K from JOB_COMPLETION_INDEX (Kubernetes, 0-based) or CI_NODE_INDEX "
+                   "(GitLab, 1-based)")
       ->transform(whole_number(1, kU32Max));
   explore->add_option("-o,--out", xa.out,
                       "JSONL file, one line per run in seed order ({shard} = shard index)");

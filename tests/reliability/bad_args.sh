@@ -35,6 +35,14 @@ expect JOB_COMPLETION_INDEX explore no-faults -p lease --no-shrink --no-progress
 JOB_COMPLETION_INDEX=4294967297
 expect JOB_COMPLETION_INDEX explore no-faults -p lease --no-shrink --no-progress --shards 4
 unset JOB_COMPLETION_INDEX
+expect --shard-number explore no-faults -p lease --no-shrink --no-progress --shard-number 0/4
+expect --shard-number explore no-faults -p lease --no-shrink --no-progress --shard-number 5/4
+expect "give one of" explore no-faults -p lease --no-shrink --no-progress --shard 0/4 --shard-number 1/4
+export CI_NODE_INDEX=0
+expect CI_NODE_INDEX explore no-faults -p lease --no-shrink --no-progress --shards 4
+CI_NODE_INDEX=2 CI_NODE_TOTAL=3 expect CI_NODE_TOTAL explore no-faults -p lease --no-shrink --no-progress --shards 4
+unset CI_NODE_INDEX CI_NODE_TOTAL
+expect "JOB_COMPLETION_INDEX (Kubernetes, 0-based) or CI_NODE_INDEX" explore no-faults -p lease --no-progress --shards 4
 expect --shrink-runs explore no-faults -p lease --no-shrink --no-progress --shrink-runs 4294967296
 expect --seed run no-faults -p lease --seed 18446744073709551616
 expect --seed run no-faults -p lease --seed -1
@@ -63,5 +71,14 @@ fi
 runs=$(timeout 60 "$bin" explore no-faults -p lease --seeds 010 --no-progress --no-shrink 2>&1 |
   sed -n 's/.*: \([0-9]*\) run(s) on.*/\1/p')
 [ "$runs" = 10 ] || { echo "bad_args: --seeds 010 gave '$runs' runs, want 10" >&2; failed=1; }
+# 1-based shard numbers (a GitHub matrix; GitLab's CI_NODE_INDEX) are the 0-based shard one below.
+for how in "--shard-number 2/4" "--shards 4"; do
+  line=$(CI_NODE_INDEX=2 CI_NODE_TOTAL=4 timeout 60 "$bin" explore no-faults -p lease --seeds 40 $how --no-progress \
+    --no-shrink 2>&1 | head -1)
+  case $line in
+    *"10 run(s) on"*", shard 1/4") ;;
+    *) echo "bad_args: '$how' (CI_NODE_INDEX=2) gave '$line', want 10 runs of shard 1/4" >&2; failed=1 ;;
+  esac
+done
 [ $failed -eq 0 ] && echo "bad_args: every bad number rejected with exit 2"
 exit $failed
