@@ -59,6 +59,18 @@ ClientStep timed(ClientStep::Kind k, Duration lo, Duration hi) {
   return s;
 }
 
+/// A flag's work or think step: its distribution when the file gave one, else uniform in [lo, hi] (none when
+/// hi is 0, as the fixed loop had none).
+void add_wait(std::vector<ClientStep>& to, ClientStep::Kind k, const std::optional<DelayDist>& dist,
+              Duration lo, Duration hi) {
+  if (dist) {
+    to.push_back(simple(k));
+    to.back().duration = *dist;
+  } else if (hi > 0ns) {
+    to.push_back(timed(k, lo, hi));
+  }
+}
+
 ClientStep block(ClientStep::Kind k, std::uint64_t count, std::vector<ClientStep> steps) {
   ClientStep s = simple(k);
   s.count = count;
@@ -427,12 +439,7 @@ class ClientRun {
 std::vector<ClientStep> default_program(const ClientSpec& spec) {
   std::vector<ClientStep> per_write;
   if (spec.read_modify_write) per_write.push_back(simple(ClientStep::Kind::read));
-  if (spec.work_dist) {
-    per_write.push_back(simple(ClientStep::Kind::work));
-    per_write.back().duration = *spec.work_dist;
-  } else if (spec.work_max > 0ns) {
-    per_write.push_back(timed(ClientStep::Kind::work, spec.work_min, spec.work_max));
-  }
+  add_wait(per_write, ClientStep::Kind::work, spec.work_dist, spec.work_min, spec.work_max);
   if (spec.extend_before_write) per_write.push_back(simple(ClientStep::Kind::extend));
   if (spec.check_before_write) per_write.push_back(simple(ClientStep::Kind::check));
   per_write.push_back(simple(ClientStep::Kind::write));
@@ -440,12 +447,7 @@ std::vector<ClientStep> default_program(const ClientSpec& spec) {
   hold.push_back(simple(ClientStep::Kind::acquire));
   hold.push_back(block(ClientStep::Kind::repeat, spec.writes_per_hold, std::move(per_write)));
   if (spec.release) hold.push_back(simple(ClientStep::Kind::release));
-  if (spec.think_dist) {
-    hold.push_back(simple(ClientStep::Kind::sleep));
-    hold.back().duration = *spec.think_dist;
-  } else if (spec.think_max > 0ns) {
-    hold.push_back(timed(ClientStep::Kind::sleep, spec.think_min, spec.think_max));
-  }
+  add_wait(hold, ClientStep::Kind::sleep, spec.think_dist, spec.think_min, spec.think_max);
   return {block(ClientStep::Kind::repeat, spec.acquisitions, std::move(hold))};
 }
 
