@@ -401,7 +401,8 @@ TEST(Story, AGrantNoClientLearnedOfIsReported) {
   EXPECT_NE(o[0].find("its next attempt came at"), std::string::npos) << o[0];
   EXPECT_NE(text_report(run, sc, TextStyle{false, 100}).find("granted to nobody: "), std::string::npos);
   const std::string json = json_report(run, sc);
-  EXPECT_NE(json.find("\"orphan_grants\": [\n    \"The service granted 'lock' to client1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"orphan_grants\": [\n    \"The service granted 'lock' to client1"), std::string::npos)
+      << json;
   EXPECT_TRUE(run.check.safe);
   auto [healthy_sc, healthy] = run_catalog("no-faults", "redlock");
   EXPECT_TRUE(orphan_grants(healthy).empty());

@@ -456,7 +456,7 @@ TEST(Renewal, SameSeedSameTrace) {
   }
 }
 
-// ------------------------------------------------------------------------------------------ flag distributions
+// ---------------------------------------------------------------------------------- flag distributions
 
 TEST(Program, FlagWorkAndThinkTakeADistributionDrawnAtEachStep) {
   const std::string text =
