@@ -245,6 +245,7 @@ std::string story(const RunOutput& run) {
 
 std::vector<std::string> orphan_grants(const RunOutput& run) {
   const History& h = run.history;
+  const std::size_t quorum = std::max<std::uint32_t>(1, h.service_quorum);
   std::set<std::pair<std::string, std::string>> heard;  // (key, value) some client learned it holds
   for (const GrantRecord& g : h.grants) heard.insert({g.key, g.value});
   const std::set<std::string> declared(h.service_nodes.begin(), h.service_nodes.end());
@@ -256,30 +257,37 @@ std::vector<std::string> orphan_grants(const RunOutput& run) {
   for (const ServiceSet& s : h.service_sets) {
     if (!declared.empty() && declared.count(s.node) == 0) continue;
     Held& e = sets[{s.key, s.value}];
-    if (e.nodes.insert(s.node).second && e.nodes.size() == std::max<std::uint32_t>(1, h.service_quorum))
-      e.at = s.time;
+    if (e.nodes.insert(s.node).second && e.nodes.size() == quorum) e.at = s.time;
+  }
+  // One pass over the kept trace: each client's attempt notes in order, and which attempt sent which value
+  // (its acquire-sent note names it: "key=lock value=V nodes=N").
+  std::map<ProcId, std::vector<const TraceEvent*>> attempts;
+  std::map<std::string, std::pair<ProcId, std::size_t>> sent_value;  // value -> (client, its note's place)
+  for (const TraceEvent& ev : run.trace) {
+    if (ev.kind != TraceKind::note) continue;
+    if (ev.label != "acquire-sent" && ev.label != "acquire-failed" && ev.label != "gave-up" &&
+        ev.label != "acquired")
+      continue;
+    auto& mine = attempts[ev.proc];
+    if (ev.label == "acquire-sent") {
+      const std::string_view d = ev.detail;
+      if (const auto at = d.find("value="); at != std::string_view::npos) {
+        const std::string_view v = d.substr(at + 6, d.find(' ', at) - (at + 6));
+        sent_value.try_emplace(std::string(v), ev.proc, mine.size());  // the first attempt with it
+      }
+    }
+    mine.push_back(&ev);
   }
   std::vector<std::pair<Time, std::string>> out;
   for (const auto& [kv, e] : sets) {
-    if (e.nodes.size() < std::max<std::uint32_t>(1, h.service_quorum) || heard.count(kv) != 0) continue;
+    if (e.nodes.size() < quorum || heard.count(kv) != 0) continue;
     const auto& [key, value] = kv;
-    // The attempt that carried this value (its client's acquire-sent note names it), and what its client did
-    // next: a new attempt or giving up, before the grant or after it.
-    const TraceEvent* sent = nullptr;
-    const TraceEvent* next = nullptr;
-    for (const TraceEvent& ev : run.trace) {
-      if (ev.kind != TraceKind::note) continue;
-      if (sent == nullptr) {
-        if (ev.label == "acquire-sent" && (ev.detail.find("value=" + value + " ") != std::string::npos ||
-                                           ev.detail.ends_with("value=" + value)))
-          sent = &ev;
-      } else if (ev.proc == sent->proc && (ev.label == "acquire-sent" || ev.label == "acquire-failed" ||
-                                           ev.label == "gave-up" || ev.label == "acquired")) {
-        next = &ev;
-        break;
-      }
-    }
-    if (sent == nullptr) continue;  // not an attempt the trace names (the trace was not kept)
+    const auto it = sent_value.find(value);
+    if (it == sent_value.end()) continue;  // not an attempt the trace names (the trace was not kept)
+    const auto& mine = attempts.at(it->second.first);
+    const TraceEvent* sent = mine[it->second.second];
+    // What its client did next: a new attempt, another attempt's success, or giving up.
+    const TraceEvent* next = it->second.second + 1 < mine.size() ? mine[it->second.second + 1] : nullptr;
     const std::string client = run.name_of(sent->proc);
     const std::string then =
         next == nullptr                 ? "nothing followed"
@@ -287,13 +295,12 @@ std::vector<std::string> orphan_grants(const RunOutput& run) {
         : next->label == "acquired" ? fmt::format("it acquired with another attempt at {}", secs(next->time))
                                     : fmt::format("it gave up at {}", secs(next->time));
     out.emplace_back(
-        e.at, fmt::format(
-                  "The service granted '{}' to {}'s attempt sent at {} (at {}, {}), but {} never learned it "
-                  "held it ({}): the lock was "
-                  "held for nobody, and no client could take it until it expired ([lock] ttl {}) or was "
-                  "released.",
-                  key, client, secs(sent->time), secs(e.at), fmt::join(e.nodes, ", "), client, then,
-                  format_seconds(run.config.ttl, 3) + " s"));
+        e.at,
+        fmt::format("The service granted '{}' to {}'s attempt sent at {} (at {}, {}), but {} never learned "
+                    "it held it ({}): the lock was held for nobody, and no client could take it until it "
+                    "expired ([lock] ttl {}) or was released.",
+                    key, client, secs(sent->time), secs(e.at), fmt::join(e.nodes, ", "), client, then,
+                    format_seconds(run.config.ttl, 3) + " s"));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> lines;
