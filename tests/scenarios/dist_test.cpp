@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kRepo = fs::path(__FILE__).parent_path().parent_path().parent_path();
+const fs::path kRepo = LOCKSIM_SOURCE_DIR;
 
 Dist delay_of(const std::string& delay) {
   return load_scenario_text("[[client]]\nname = \"client1\"\n[network]\ndelay = " + delay + "\n", "d.toml")

@@ -517,7 +517,7 @@ TEST(FaultRoles, ReplayFilesRoundTripRolesAndRepetitionExactly) {
 }
 
 TEST(FaultRoles, ReplayFilesWrittenBeforeStillReplay) {
-  const std::filesystem::path dir = std::filesystem::path(__FILE__).parent_path() / "replays";
+  const std::filesystem::path dir = std::filesystem::path(LOCKSIM_SOURCE_DIR) / "tests/scenarios/replays";
   std::size_t n = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".toml") continue;

@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kRepo = fs::path(__FILE__).parent_path().parent_path().parent_path();
+const fs::path kRepo = LOCKSIM_SOURCE_DIR;
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kRepo = fs::path(__FILE__).parent_path().parent_path().parent_path();
+const fs::path kRepo = LOCKSIM_SOURCE_DIR;
 
 std::string doc_text() {
   std::ifstream in(kRepo / "docs" / "scenario-format.md", std::ios::binary);
