@@ -7,7 +7,7 @@ set(LOCKSIM_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/locksim)
 set(locksim_export_targets)
 foreach(pair sim:locksim_sim protocols:locksim_protocols redis:locksim_redis raft:locksim_raft
         builtin_protocols:locksim_builtin_protocols checker:locksim_checker scenarios:locksim_scenarios
-        reports:locksim_reports)
+        reports:locksim_reports cli:locksim_cli)
   string(REPLACE ":" ";" parts ${pair})
   list(GET parts 0 export_name)
   list(GET parts 1 target)
@@ -29,7 +29,8 @@ foreach(dir sim protocols scenarios reports)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${LOCKSIM_INSTALL_INCLUDEDIR}/${dir}
           FILES_MATCHING PATTERN "*.hpp")
 endforeach()
-install(FILES ${PROJECT_SOURCE_DIR}/include/locksim/rapidcheck.hpp DESTINATION ${LOCKSIM_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/include/locksim/rapidcheck.hpp ${PROJECT_SOURCE_DIR}/include/locksim/cli.hpp
+        DESTINATION ${LOCKSIM_INSTALL_INCLUDEDIR})
 
 install(EXPORT locksimTargets NAMESPACE locksim:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/locksim)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/locksimConfig.cmake.in

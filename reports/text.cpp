@@ -5,6 +5,7 @@
 #include <map>
 
 #include "reports/report.hpp"
+#include "scenarios/command_name.hpp"
 #include "scenarios/expectation.hpp"
 
 namespace locksim {
@@ -149,7 +150,7 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
   if (run.trace_truncated)
     out += fmt::format("(the timeline shows the first {} events only: more are not kept in memory)\n",
                        run.trace.size());
-  out += fmt::format("replay: locksim run {} -p {} --seed {}\n",
+  out += fmt::format("replay: {} run {} -p {} --seed {}\n", command_name(),
                      sc.file.starts_with("scenarios/catalog/") ? sc.name : sc.file, run.protocol, run.seed);
   return out;
 }

@@ -1,8 +1,8 @@
 #pragma once
 /// Chaos exploration: many seeds, one world per seed, each with its own nemesis plan (scenarios/nemesis.hpp);
 /// a JSONL line per run written in seed order as runs finish; a summary with a confidence interval; shrinking
-/// of the first failure into a replay file. Also the implementations of `locksim explore`, `locksim replay`
-/// and `locksim merge` (the CLI in scenarios/cli/main.cpp only parses arguments).
+/// of the first failure into a replay file. The commands that drive it (`locksim explore`, `replay`, `merge`)
+/// are in scenarios/cli/: the engine holds no terminal code and never reads the wall clock.
 ///
 /// Threads: worlds run on `jobs` threads, one world per thread at a time; nothing is shared but read-only
 /// inputs and the ordered output queue (one mutex). Results do not depend on `jobs`: a seed's run depends on
@@ -114,46 +114,6 @@ struct ExploreSummary {
   /// The summary as a person reads it (several lines).
   std::string render() const;
 };
-
-/// `locksim explore` arguments (scenarios/cli/main.cpp fills them).
-struct ExploreArgs {
-  std::string scenario;
-  std::string protocol;
-  std::uint64_t seeds = 100;
-  std::uint64_t first_seed = 1;
-  static constexpr std::uint32_t kMaxJobs = 1024;      ///< --jobs at most (a thread each)
-  static constexpr std::uint32_t kMaxFaults = 10'000;  ///< --max-faults at most (a plan's faults are built)
-  std::uint32_t jobs = 0;                              ///< 0: one per hardware thread
-  std::string shard;                                   ///< "K/N", 0-based K
-  std::string shard_number;                            ///< "K/N", 1-based K (a GitHub matrix, GitLab)
-  /// N, with K from JOB_COMPLETION_INDEX (0-based: a Kubernetes Indexed Job), else from CI_NODE_INDEX
-  /// (1-based: GitLab's `parallel:`, whose CI_NODE_TOTAL must then be N)
-  std::uint32_t shards = 0;
-  std::string out;  ///< JSONL file; "{shard}" is replaced by the shard index
-  bool resume = false;
-  std::string mode = "anything";
-  std::uint32_t max_faults = 6;
-  bool keep_scripted = false;
-  bool shrink = true;
-  std::uint32_t shrink_runs = 400;
-  std::string
-      replay_out;  ///< replay file of the first failure ("{shard}": the shard index; default: beside --out)
-  bool no_progress = false;
-};
-
-/// Runs a sweep. Exit code: 0 no violation, 1 violations (or errors), 2 input error (thrown as InputError).
-int cmd_explore(const ExploreArgs& args);
-
-/// Renders a finished run for `locksim replay` (the CLI passes the text report; scenarios/ cannot see
-/// reports/).
-using RenderRun = std::function<std::string(const RunOutput&, const Scenario&)>;
-
-/// Re-runs a replay file. 0 when the trace hash (and verdict) match, 1 otherwise (loudly), 2 on input errors.
-int cmd_replay(const std::string& file, const RenderRun& render);
-
-/// The combined summary of JSONL files (one block per scenario × protocol × mode). 0 no failure, 1 failures
-/// or the same seed with two different results, 2 input errors (a directory, a bad line, no run at all).
-int cmd_merge(const std::vector<std::string>& files);
 
 /// Reads a JSONL file one line at a time (memory: one line), calling `fn` with each record. A last line cut
 /// short (a killed run) is skipped and reported through `truncated_at` (the byte offset where the complete

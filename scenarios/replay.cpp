@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "scenarios/command_name.hpp"
 #include "scenarios/loader.hpp"
 
 namespace locksim {
@@ -362,7 +363,7 @@ std::string comment(std::string_view text) {
 std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
   std::string s;
   if (replay) {
-    s += "# A locksim counterexample. Re-run it exactly with:\n#   locksim replay THIS_FILE\n";
+    s += "# A locksim counterexample. Re-run it exactly with:\n#   " + command_name() + " replay THIS_FILE\n";
     if (!replay->found_by.empty()) s += fmt::format("# Found by:\n#   {}\n", replay->found_by);
     if (!replay->story.empty()) s += "# The fault plan:\n" + comment(replay->story);
     s += "\n";

@@ -5,6 +5,7 @@
 
 #include "scenarios/catalog.hpp"
 #include "scenarios/cli/cli.hpp"
+#include "scenarios/command_name.hpp"
 
 namespace locksim::cli {
 
@@ -112,14 +113,15 @@ int cmd_check(const std::vector<std::string>& paths, const std::string& junit_fi
       jc.file = file;
       if (!c.ok()) {
         jc.message = c.why;
-        jc.details = fmt::format("{}\nreplay: locksim run {} -p {} --seed {}", c.story, s, p, c.seed);
+        jc.details =
+            fmt::format("{}\nreplay: {} run {} -p {} --seed {}", c.story, command_name(), s, p, c.seed);
       }
       cases.push_back(std::move(jc));
-      fmt::print(
-          "{}  {} × {}: {} (expected {}){}\n", c.ok() ? word("PASS", "32") : word("FAIL", "1;31"), sc.name, p,
-          c.got_text, e.describe(),
-          c.ok() ? ""
-                 : fmt::format("\n      {}; replay: locksim run {} -p {} --seed {}", c.why, s, p, c.seed));
+      fmt::print("{}  {} × {}: {} (expected {}){}\n", c.ok() ? word("PASS", "32") : word("FAIL", "1;31"),
+                 sc.name, p, c.got_text, e.describe(),
+                 c.ok() ? ""
+                        : fmt::format("\n      {}; replay: {} run {} -p {} --seed {}", c.why, command_name(),
+                                      s, p, c.seed));
     }
   }
   fmt::print("{} passed, {} failed{}\n", passed, failed, errors ? fmt::format(", {} error(s)", errors) : "");

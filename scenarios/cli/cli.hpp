@@ -4,6 +4,7 @@
 /// the wall clock.
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,46 @@ void require_within_limits(const RunOutput& r, const Scenario& sc);
 Cell run_cell(const Scenario& sc, const std::string& p);
 
 // The commands.
+/// `locksim explore` arguments (the command line fills them).
+struct ExploreArgs {
+  std::string scenario;
+  std::string protocol;
+  std::uint64_t seeds = 100;
+  std::uint64_t first_seed = 1;
+  static constexpr std::uint32_t kMaxJobs = 1024;      ///< --jobs at most (a thread each)
+  static constexpr std::uint32_t kMaxFaults = 10'000;  ///< --max-faults at most (a plan's faults are built)
+  std::uint32_t jobs = 0;                              ///< 0: one per hardware thread
+  std::string shard;                                   ///< "K/N", 0-based K
+  std::string shard_number;                            ///< "K/N", 1-based K (a GitHub matrix, GitLab)
+  /// N, with K from JOB_COMPLETION_INDEX (0-based: a Kubernetes Indexed Job), else from CI_NODE_INDEX
+  /// (1-based: GitLab's `parallel:`, whose CI_NODE_TOTAL must then be N)
+  std::uint32_t shards = 0;
+  std::string out;  ///< JSONL file; "{shard}" is replaced by the shard index
+  bool resume = false;
+  std::string mode = "anything";
+  std::uint32_t max_faults = 6;
+  bool keep_scripted = false;
+  bool shrink = true;
+  std::uint32_t shrink_runs = 400;
+  std::string
+      replay_out;  ///< replay file of the first failure ("{shard}": the shard index; default: beside --out)
+  bool no_progress = false;
+};
+
+/// Runs a sweep. Exit code: 0 no violation, 1 violations (or errors), 2 input error (thrown as InputError).
+int cmd_explore(const ExploreArgs& args);
+
+/// Renders a finished run for `locksim replay` (the CLI passes the text report; scenarios/ cannot see
+/// reports/).
+using RenderRun = std::function<std::string(const RunOutput&, const Scenario&)>;
+
+/// Re-runs a replay file. 0 when the trace hash (and verdict) match, 1 otherwise (loudly), 2 on input errors.
+int cmd_replay(const std::string& file, const RenderRun& render);
+
+/// The combined summary of JSONL files (one block per scenario × protocol × mode). 0 no failure, 1 failures
+/// or the same seed with two different results, 2 input errors (a directory, a bad line, no run at all).
+int cmd_merge(const std::vector<std::string>& files);
+
 int cmd_list();
 int cmd_compare(const std::string& scenario, const std::vector<std::string>& ps,
                 std::optional<std::uint64_t> seed, const std::string& out_file, bool no_color);

@@ -13,13 +13,14 @@
 
 #include "scenarios/catalog.hpp"
 #include "scenarios/cli/cli.hpp"
+#include "scenarios/command_name.hpp"
 
 namespace fs = std::filesystem;
 
 namespace locksim::cli {
 
 [[noreturn]] void input_error(const std::string& msg) {
-  fmt::print(stderr, "locksim: error: {}\n", msg);
+  fmt::print(stderr, "{}: error: {}\n", command_name(), msg);
   std::exit(kInput);
 }
 

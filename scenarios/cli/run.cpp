@@ -9,6 +9,7 @@
 
 #include "scenarios/catalog.hpp"
 #include "scenarios/cli/cli.hpp"
+#include "scenarios/command_name.hpp"
 
 namespace locksim::cli {
 
@@ -171,7 +172,8 @@ int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in,
                    timer.seconds(),
                    ""};
       jc.file = sc.file;
-      const std::string replay = fmt::format("replay: locksim run {} -p {} --seed {}", scenario, p, r.seed);
+      const std::string replay =
+          fmt::format("replay: {} run {} -p {} --seed {}", command_name(), scenario, p, r.seed);
       const std::vector<std::string> unmet_list =
           exp == sc.expect.end() ? std::vector<std::string>{} : unmet_in_run(exp->second, r);
       const std::string unmet = fmt::format("{}", fmt::join(unmet_list, "; "));
@@ -227,7 +229,8 @@ int cmd_demo(bool no_color) {
                                                   : "(NOT as expected)");
   }
   fmt::print("{}\nverdicts for {}:\n{}", std::string(78, '='), name, summary);
-  fmt::print("\nnext: `locksim run {} -p redis --report json`, `locksim matrix`, `locksim list`\n", name);
+  fmt::print("\nnext: `{0} run {1} -p redis --report json`, `{0} matrix`, `{0} list`\n", command_name(),
+             name);
   return mismatches ? kFail : kOk;
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "scenarios/cli/cli.hpp"
 #include "scenarios/explore.hpp"
 #include "scenarios/loader.hpp"
 #include "scenarios/nemesis.hpp"
@@ -18,6 +19,10 @@
 #include "tests/explore/toy_protocol.hpp"
 
 using namespace locksim;
+using locksim::cli::cmd_explore;
+using locksim::cli::cmd_merge;
+using locksim::cli::cmd_replay;
+using locksim::cli::ExploreArgs;
 using locksim::test::register_toy;
 using locksim::test::toy_scenario;
 
