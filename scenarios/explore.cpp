@@ -32,6 +32,12 @@ std::string RunRecord::to_json() const {
   j["scenario"] = scenario;
   j["protocol"] = protocol;
   j["mode"] = mode;
+  if (sweep) {
+    j["shard"] = sweep->shard;
+    j["shards"] = sweep->shards;
+    j["first_seed"] = sweep->first_seed;
+    j["last_seed"] = sweep->last_seed;
+  }
   j["verdict"] = !error.empty() ? "error" : !safe ? "unsafe" : inconclusive ? "inconclusive" : "safe";
   j["violations"] = violations;
   if (!anomalies.empty()) j["anomalies"] = anomalies;
@@ -84,6 +90,25 @@ RunRecord RunRecord::from_json(std::string_view line) {
     r.stop = j.value("stop", std::string());
     r.faults = j.value("faults", 0u);
     r.mix = j.value("mix", std::string());
+    const int has =
+        j.contains("shard") + j.contains("shards") + j.contains("first_seed") + j.contains("last_seed");
+    if (has != 0 && has != 4)
+      throw std::invalid_argument(
+          "shard, shards, first_seed and last_seed come together (the sweep of the run)");
+    if (has == 4) {
+      SweepInfo w;
+      w.shard = j.at("shard").get<std::uint32_t>();
+      w.shards = j.at("shards").get<std::uint32_t>();
+      w.first_seed = j.at("first_seed").get<std::uint64_t>();
+      w.last_seed = j.at("last_seed").get<std::uint64_t>();
+      if (w.shards == 0 || w.shard >= w.shards) throw std::invalid_argument("shard must be below shards");
+      if (w.first_seed > w.last_seed || r.seed < w.first_seed || r.seed > w.last_seed)
+        throw std::invalid_argument("seed must lie within first_seed..last_seed");
+      if (w.shard_of(r.seed) != w.shard)
+        throw std::invalid_argument(
+            fmt::format("seed {} is not in shard {} of {}", r.seed, w.shard, w.shards));
+      r.sweep = w;
+    }
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(fmt::format("wrong type: {}", e.what()));
   }

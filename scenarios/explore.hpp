@@ -22,6 +22,24 @@
 
 namespace locksim {
 
+/// The sweep a run belongs to: seeds first_seed..last_seed cut into `shards` shards (shard k, 0-based, runs
+/// first_seed + k + j * shards). Every JSONL line carries it so `merge` can tell a complete sweep from one
+/// with shards or seeds missing.
+struct SweepInfo {
+  std::uint64_t first_seed = 0, last_seed = 0;
+  std::uint32_t shard = 0, shards = 1;
+  bool operator==(const SweepInfo&) const = default;
+  /// How many seeds shard k has.
+  std::uint64_t seeds_in(std::uint32_t k) const {
+    const std::uint64_t count = last_seed - first_seed + 1;
+    return k < count ? (count - k - 1) / shards + 1 : 0;
+  }
+  /// The shard a seed of the sweep belongs to.
+  std::uint32_t shard_of(std::uint64_t seed) const {
+    return static_cast<std::uint32_t>((seed - first_seed) % shards);
+  }
+};
+
 /// One run of a sweep: what a JSONL line holds. No wall-clock value ever goes in (lines are reproducible).
 struct RunRecord {
   std::string scenario, protocol, mode;
@@ -41,6 +59,8 @@ struct RunRecord {
   std::string stop;  ///< why the world stopped (StopReason)
   std::uint32_t faults = 0;
   std::string mix;  ///< SwarmMix::describe()
+  /// The sweep this run is part of (absent in lines written by locksim before 0.2 and by explore_one alone).
+  std::optional<SweepInfo> sweep;
 
   bool failed() const { return !safe || !error.empty(); }
   /// One line of JSON, no newline. Keys in a fixed order.

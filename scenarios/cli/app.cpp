@@ -186,6 +186,9 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
   std::vector<std::string> merge_files;
   auto* merge = app.add_subcommand("merge", "Combined summary of `explore --out` JSONL files (shards)");
   merge->add_option("FILES", merge_files, "JSONL files")->required();
+  bool allow_partial = false;
+  merge->add_flag("--allow-partial", allow_partial,
+                  "exit 0 even when shards or seeds of the sweep are missing (they are still reported)");
 
   // A typo in the subcommand gets the nearest valid one.
   if (argc > 1 && argv[1][0] != '-') {
@@ -235,7 +238,7 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
         return text_report(r, sc, text_style(rno_color));
       });
     }
-    if (merge->parsed()) return cmd_merge(merge_files);
+    if (merge->parsed()) return cmd_merge(merge_files, allow_partial);
     if (bench->parsed()) {
       if (!hooks.bench)
         input_error("this build has no benchmarks (configure locksim with -DLOCKSIM_BENCH=ON)");

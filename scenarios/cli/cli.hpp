@@ -100,9 +100,11 @@ using RenderRun = std::function<std::string(const RunOutput&, const Scenario&)>;
 /// Re-runs a replay file. 0 when the trace hash (and verdict) match, 1 otherwise (loudly), 2 on input errors.
 int cmd_replay(const std::string& file, const RenderRun& render);
 
-/// The combined summary of JSONL files (one block per scenario × protocol × mode). 0 no failure, 1 failures
-/// or the same seed with two different results, 2 input errors (a directory, a bad line, no run at all).
-int cmd_merge(const std::vector<std::string>& files);
+/// The combined summary of JSONL files (one block per scenario × protocol × mode) and whether each sweep is
+/// complete (every shard, every seed of its range, no file cut short). 0 no failure and complete (or
+/// `allow_partial`), 1 failures, the same seed with two different results, or an incomplete sweep, 2 input
+/// errors (a directory, a bad line, no run at all).
+int cmd_merge(const std::vector<std::string>& files, bool allow_partial = false);
 
 int cmd_list();
 int cmd_compare(const std::string& scenario, const std::vector<std::string>& ps,

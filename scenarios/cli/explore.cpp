@@ -182,6 +182,11 @@ int cmd_explore(const ExploreArgs& a) {
   opts.nemesis.max_faults = a.max_faults;
   opts.keep_scripted = a.keep_scripted;
 
+  SweepInfo sweep;
+  sweep.first_seed = a.first_seed;
+  sweep.last_seed = a.first_seed + (a.seeds - 1);
+  sweep.shard = shard;
+  sweep.shards = shards;
   ExploreSummary summary;
   const std::string out_path = replace_all(a.out, "{shard}", std::to_string(shard));
   std::vector<std::uint64_t> done;  // seeds already in a resumed --out file
@@ -198,6 +203,14 @@ int cmd_explore(const ExploreArgs& a) {
             throw InputError(out_path, 0, "--resume",
                              fmt::format("the file holds runs of {} × {} (mode {}), not {} × {} (mode {})",
                                          r.scenario, r.protocol, r.mode, sc.name, a.protocol, a.mode));
+          }
+          if (r.sweep && *r.sweep != sweep) {
+            throw InputError(
+                out_path, 0, "--resume",
+                fmt::format(
+                    "the file holds shard {} of {} of seeds {}..{}, not shard {} of {} of seeds {}..{}",
+                    r.sweep->shard, r.sweep->shards, r.sweep->first_seed, r.sweep->last_seed, shard, shards,
+                    sweep.first_seed, sweep.last_seed));
           }
           if (done.empty() || r.seed > done.back()) {
             done.push_back(r.seed);
@@ -246,9 +259,11 @@ int cmd_explore(const ExploreArgs& a) {
   try {
     explore_seeds(
         sc, opts, seeds, jobs,
-        [&](const RunRecord& r) {
-          summary.add(r);
+        [&](const RunRecord& run) {
+          summary.add(run);
           if (out) {
+            RunRecord r = run;
+            r.sweep = sweep;
             const std::string line = r.to_json() + "\n";
             if (std::fwrite(line.data(), 1, line.size(), out) != line.size() || std::fflush(out) != 0) {
               throw InputError(out_path, 0, "--out", fmt::format("write failed: {}", std::strerror(errno)));

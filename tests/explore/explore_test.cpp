@@ -409,7 +409,19 @@ TEST(Explore, ShardFilesMergeIntoTheWholeSweep) {
   ASSERT_EQ(merged.size(), all.size());
   std::sort(merged.begin(), merged.end(),
             [](const RunRecord& x, const RunRecord& y) { return x.seed < y.seed; });
-  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(merged[i].to_json(), all[i].to_json());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    // The same runs; each line says which shard of the sweep it came from.
+    ASSERT_TRUE(merged[i].sweep && all[i].sweep);
+    EXPECT_EQ(merged[i].sweep->shards, 3u);
+    EXPECT_EQ(merged[i].sweep->shard, (merged[i].seed - a.first_seed) % 3);
+    EXPECT_EQ(all[i].sweep->shards, 1u);
+    EXPECT_EQ(merged[i].sweep->first_seed, all[i].sweep->first_seed);
+    EXPECT_EQ(merged[i].sweep->last_seed, all[i].sweep->last_seed);
+    merged[i].sweep.reset();
+    RunRecord whole = all[i];
+    whole.sweep.reset();
+    EXPECT_EQ(merged[i].to_json(), whole.to_json());
+  }
   EXPECT_EQ(
       cmd_merge({(dir / "s0.jsonl").string(), (dir / "s1.jsonl").string(), (dir / "s2.jsonl").string()}),
       rc_all);
@@ -434,6 +446,64 @@ TEST(Explore, ShardFilesMergeIntoTheWholeSweep) {
   a.shards = 0;
   a.shard = "3/3";
   EXPECT_THROW(cmd_explore(a), InputError);
+  fs::remove_all(dir);
+}
+
+TEST(Explore, MergeNamesMissingShardsGapsAndCutFiles) {
+  const fs::path dir = temp_dir("partial");
+  ExploreArgs a = toy_explore_args(dir, 40, 1);
+  a.out = (dir / "s{shard}.jsonl").string();
+  for (int k = 1; k <= 4; ++k) {
+    a.shard_number = fmt::format("{}/4", k);
+    cmd_explore(a);
+  }
+  const auto path = [&](int k) { return (dir / fmt::format("s{}.jsonl", k)).string(); };
+  const auto merge = [&](std::vector<std::string> files, bool allow, std::string* out) {
+    testing::internal::CaptureStdout();
+    const int rc = cmd_merge(files, allow);
+    *out = testing::internal::GetCapturedStdout();
+    return rc;
+  };
+  std::string out;
+  const int rc_complete = merge({path(0), path(1), path(2), path(3)}, false, &out);
+  EXPECT_NE(out.find("complete"), std::string::npos) << out;
+  EXPECT_EQ(out.find("INCOMPLETE"), std::string::npos) << out;
+  // Shard 2 (--shard-number 3/4) never ran: the merge names it and fails, whatever the runs say.
+  EXPECT_EQ(merge({path(0), path(1), path(3)}, false, &out), 1);
+  EXPECT_NE(out.find("shard 2 of 4 missing"), std::string::npos) << out;
+  EXPECT_NE(out.find("--shard-number 3/4"), std::string::npos) << out;
+  EXPECT_NE(out.find("10 of 40 seed(s) missing"), std::string::npos) << out;
+  // Accepted on request, still reported.
+  EXPECT_EQ(merge({path(0), path(1), path(3)}, true, &out), rc_complete);
+  EXPECT_NE(out.find("shard 2 of 4 missing"), std::string::npos) << out;
+  // A gap inside a shard: seeds 5 and 9 of shard 0 (seeds 1, 5, 9, ...) lost.
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(path(0));
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  ASSERT_EQ(lines.size(), 10u);
+  {
+    std::ofstream o(dir / "gap.jsonl");
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      if (i != 1 && i != 2) o << lines[i] << "\n";
+  }
+  EXPECT_EQ(merge({(dir / "gap.jsonl").string(), path(1), path(2), path(3)}, false, &out), 1);
+  EXPECT_NE(out.find("shard 0 of 4: 2 of its 10 seed(s) missing: 5..9 (2 seeds, one in 4)"),
+            std::string::npos)
+      << out;
+  // A file cut short in its last line (a killed pod).
+  {
+    std::ofstream o(dir / "cut.jsonl");
+    for (const std::string& l : lines) o << l << "\n";
+    o << lines.back().substr(0, 20);
+  }
+  EXPECT_EQ(merge({(dir / "cut.jsonl").string(), path(1), path(2), path(3)}, false, &out), 1);
+  EXPECT_NE(out.find("cut.jsonl: its last line was cut short"), std::string::npos) << out;
+  // A line whose seed is not in the shard it names is a bad line.
+  RunRecord r = RunRecord::from_json(lines[0]);
+  r.sweep->shard = 1;
+  EXPECT_THROW(RunRecord::from_json(r.to_json()), std::invalid_argument);
   fs::remove_all(dir);
 }
 
