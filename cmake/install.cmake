@@ -25,9 +25,13 @@ install(TARGETS ${locksim_export_targets} EXPORT locksimTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS locksim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Header by header (install(DIRECTORY) would also make the folders that hold no header, e.g. the catalog's).
 foreach(dir sim protocols scenarios reports)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${LOCKSIM_INSTALL_INCLUDEDIR}/${dir}
-          FILES_MATCHING PATTERN "*.hpp")
+  file(GLOB_RECURSE headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${dir}/*.hpp)
+  foreach(h ${headers})
+    get_filename_component(hdir ${h} DIRECTORY)
+    install(FILES ${PROJECT_SOURCE_DIR}/${h} DESTINATION ${LOCKSIM_INSTALL_INCLUDEDIR}/${hdir})
+  endforeach()
 endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/include/locksim/rapidcheck.hpp ${PROJECT_SOURCE_DIR}/include/locksim/cli.hpp
         DESTINATION ${LOCKSIM_INSTALL_INCLUDEDIR})
