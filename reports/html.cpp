@@ -423,12 +423,24 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
        "gaps</label>"
        "<span>· ctrl+wheel zooms, scroll sideways to move, hover any mark for its clocks</span></div>\n";
 
-  // The violations, numbered as their marks in the diagram; inside the window at any width.
-  if (!run.check.violations.empty()) {
-    o += "<ol id=\"violations\" class=\"violations\">";
-    for (const Violation& v : run.check.violations)
-      o += fmt::format("<li>⚠ {} on {}</li>", esc(anomaly_labels(v).title), esc(v.key));
-    o += "</ol>\n";
+  // The violations, numbered as their marks in the diagram, each with the moment the story tells it at; the
+  // first few always shown, the rest folded under a count (never cut off by the banner's edge).
+  if (const auto& vs = run.check.violations; !vs.empty()) {
+    constexpr std::size_t kShown = 3;
+    auto item = [&](const Violation& v) {
+      return fmt::format("<li>⚠ {} on {}, at {} s</li>", esc(anomaly_labels(v).title), esc(v.key),
+                         format_seconds(v.time, 3));
+    };
+    o += "<div id=\"violations\" class=\"violations\"><ol>";
+    for (std::size_t i = 0; i < std::min(kShown, vs.size()); ++i) o += item(vs[i]);
+    o += "</ol>";
+    if (vs.size() > kShown) {
+      o += fmt::format("<details><summary>and {} more</summary><ol start=\"{}\">", vs.size() - kShown,
+                       kShown + 1);
+      for (std::size_t i = kShown; i < vs.size(); ++i) o += item(vs[i]);
+      o += "</ol></details>";
+    }
+    o += "</div>\n";
   }
   // The diagram skeleton: lanes and violation markers exist without the script; the script draws into them.
   o += "<div id=\"wrap\"><div id=\"labels\"><svg id=\"lane-labels\" width=\"150\" "
@@ -464,7 +476,7 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
         "<title>{} on {}</title></g>\n",
         i, esc(v.kind), esc(v.key), id(v.earlier), id(v.later), esc(anomaly_labels(v).title), esc(v.key));
   }
-  o += "</g><g id=\"layer-labels\"></g>\n</svg></div></div>\n";
+  o += "</g><g id=\"layer-labels\"></g><g id=\"layer-bands\"></g>\n</svg></div></div>\n";
 
   // Story and legend.
   o += "<div class=\"panels\"><section class=\"story\">";

@@ -220,7 +220,22 @@ var LocksimLayout = (function () {
     return { singles: singles, bands: bands };
   }
 
-  return { buildAxis: buildAxis, xof: xof, tof: tof, inBreak: inBreak, width: width, breaks: breaks, ticks: ticks,
+  // Rows for bands on a lane: each band takes the first of its `offsets` (px from the lane's line to its top)
+  // where it touches no band taken before on that lane, so two bands never cover each other (a click always
+  // reaches the one it is aimed at). Returns the offset taken, or the first when all are taken.
+  function BandRows() { this.taken = {}; }
+  BandRows.prototype.place = function (lane, x0, x1, offsets, h) {
+    var t = this.taken[lane] = this.taken[lane] || [];
+    for (var i = 0; i < offsets.length; i++) {
+      var y0 = offsets[i], ok = true;
+      for (var k = 0; k < t.length && ok; k++)
+        if (x0 - 2 < t[k][1] && t[k][0] < x1 + 2 && y0 < t[k][3] && t[k][2] < y0 + h) ok = false;
+      if (ok) { t.push([x0, x1, y0, y0 + h]); return y0; }
+    }
+    return offsets[0];
+  };
+
+  return { buildAxis: buildAxis, BandRows: BandRows, xof: xof, tof: tof, inBreak: inBreak, width: width, breaks: breaks, ticks: ticks,
            durationText: durationText, secondsText: secondsText, estimate: estimate, Placer: Placer,
            groupMessages: groupMessages };
 })();

@@ -58,9 +58,17 @@ for (k = 0; k < M.writes.length; k++) { a(M.writes[k].e0); a(M.writes[k].e1); }
 for (k = 0; k < M.svc.length; k++) a(M.svc[k]);
 for (k = 0; k < M.marks.length; k++) a(M.marks[k][1]);
 for (k = 0; k < M.msgs.length; k++) { a(M.msgs[k][0]); a(M.msgs[k][1]); }
-var avail = Math.max(400, scroller.clientWidth - PAD - RIGHT);
+// The axes are built for the scroller's width: at "fit" the whole run fills it, and nothing is drawn past its
+// right edge. When the width changes (the window is resized, or drawing the diagram made the page tall
+// enough for a vertical scrollbar), they are built again.
 function axisMeasure(text, size) { return measure(text, size, 400); }
-var AX = { squeezed: Lay.buildAxis(inst, END, avail, true, axisMeasure), linear: Lay.buildAxis(inst, END, avail, false) };
+var AX = null, builtFor = -1;
+function buildAxes() {
+  builtFor = scroller.clientWidth;
+  var avail = Math.max(400, builtFor - PAD - RIGHT);
+  AX = { squeezed: Lay.buildAxis(inst, END, avail, true, axisMeasure), linear: Lay.buildAxis(inst, END, avail, false) };
+}
+buildAxes();
 var state = { zoom: 1, compressed: M.compress, open: {} };
 function ax() { return state.compressed ? AX.squeezed : AX.linear; }
 function xof(t) { return PAD + Lay.xof(ax(), t, state.zoom); }
@@ -76,6 +84,7 @@ function label(parent, x, yy, text, cls, anchor, alts) {
     var x0 = an === 'middle' ? xa - w / 2 : an === 'end' ? xa - w : xa;
     if (x0 + w > Wcur - 2) { x0 = Wcur - 2 - w; xa = x0; an = 'start'; }
     if (x0 < 2) { x0 = 2; xa = 2; an = 'start'; }
+    if (y1 - hh + 3 < 0 || y1 + 3 > HEIGHT) continue;  // never cut by the diagram's top or bottom edge
     if (placer.place([[x0, y1 - hh + 3, w, hh]]) < 0) continue;
     return el('text', { x: xa, y: y1, 'class': cls, 'text-anchor': an }, parent, text);
   }
@@ -117,7 +126,7 @@ for (i = 0; i < L.length; i++) {
 }
 labels.setAttribute('height', HEIGHT); labels.setAttribute('viewBox', '0 0 150 ' + HEIGHT);
 var laneG = svg.querySelectorAll('g.lane'), violG = svg.querySelectorAll('g.violation'), layers = {};
-['axis', 'bars', 'arrows', 'marks', 'writes', 'labels'].forEach(function (n) { layers[n] = document.getElementById('layer-' + n); });
+['axis', 'bars', 'arrows', 'marks', 'writes', 'labels', 'bands'].forEach(function (n) { layers[n] = document.getElementById('layer-' + n); });
 function clear(gr) { var c = gr.firstChild; while (c) { var n = c.nextSibling; if (c.nodeName !== 'title') gr.removeChild(c); c = n; } }
 function hit(parent, d, rows, head) {
   var p = el('path', { d: d, 'class': 'hit', 'data-ev': rows.join(' ') }, parent);
@@ -174,45 +183,80 @@ function drawMessages(A2, Lb) {
     if (!vis(x0, x1)) continue;
     list.push({ key: MSGKEY[n], x0: x0, x1: x1 }); idx.push(n);
   }
-  var grp = Lay.groupMessages(list, 24, 6), show = grp.singles.slice();
+  var grp = Lay.groupMessages(list, 24, 6), show = grp.singles.slice(), memberOf = {};
   grp.bands.forEach(function (b) {
     var first = M.msgs[idx[b.members[0]]], lane = first[2], yy = laneY[lane], id = b.id.split('@')[0] + '@' + idx[b.members[0]];
     var open = !!state.open[id], to = {};
     b.members.forEach(function (j) { to[L[M.msgs[idx[j]][3]].name] = true; });
     var names = Object.keys(to).sort(), dest = names.length <= 2 ? names.join(', ') : names.length + ' processes';
     var what = b.members.length + '\u00d7 ' + E[first[0]][5] + ' \u2192 ' + dest;
-    var r = el('rect', { x: b.x0, y: yy - 5, width: Math.max(4, b.x1 - b.x0), height: 10, rx: 5, 'class': 'band' + (open ? ' open' : ''),
-      'data-band': id, 'data-head': what + ' (' + (T(first[0])).toFixed(3) + ' s \u2026 ' + T(M.msgs[idx[b.members[b.members.length - 1]]][0]).toFixed(3) +
-        ' s) \u00b7 click to ' + (open ? 'fold' : 'show each message') + '\n  to ' + names.join(', ') }, A2);
-    r.setAttribute('data-count', String(b.members.length));
-    label(Lb, b.x0 + 2, yy - 8, what, 'band-label', 'start', [22]);
-    if (open) show = show.concat(b.members);
+    var top = band(lane, b.x0, b.x1, [-4, -14, 6, -24, 16], 'band', id, b.members.length, what + ' (' + (T(first[0])).toFixed(3) + ' s \u2026 ' +
+      T(M.msgs[idx[b.members[b.members.length - 1]]][0]).toFixed(3) + ' s) \u00b7 click to ' + (open ? 'fold' : 'show each message') +
+      '\n  to ' + names.join(', '));
+    label(Lb, b.x0 + 2, top - 3, what, 'band-label', 'start', [BAND_H + 14, -10]);
+    if (open) b.members.forEach(function (j) { show.push(j); memberOf[j] = id; });
   });
   show.sort(function (p, q) { return p - q; });
-  for (var s = 0; s < show.length; s++) drawArrow(M.msgs[idx[show[s]]], list[show[s]], A2, Lb);
+  for (var s = 0; s < show.length; s++) {
+    var arrow = drawArrow(M.msgs[idx[show[s]]], list[show[s]], A2, Lb);
+    if (memberOf[show[s]] !== undefined) arrow.setAttribute('data-member-of', memberOf[show[s]]);
+  }
 }
+// A band: the rect that stands for a run of repeated marks, in the top layer (a click anywhere on it opens or
+// folds it, whatever lies under it); open, it is an outline around its members.
+// `lane` and `offsets` (px from the lane's line to the band's top, in order of preference) give its row: the
+// first where it covers no other band of that lane. Returns the y of its top.
+var BAND_H = 8, bandRows;
+function band(lane, x0, x1, offsets, cls, id, count, head) {
+  var open = !!state.open[id], w = Math.max(4, x1 - x0), y0 = laneY[lane] + bandRows.place(lane, x0, x0 + w, offsets, BAND_H);
+  el('rect', { x: x0, y: y0, width: w, height: BAND_H, rx: BAND_H / 2, 'class': cls + (open ? ' open' : ''),
+    'data-band': id, 'data-count': String(count), 'data-head': head }, layers.bands);
+  return y0;
+}
+// The arrow of message `m` at `pos`; returns its line.
 function drawArrow(m, pos, A2, Lb) {
   var xa = pos.x0, ya = laneY[m[2]], xb = pos.x1, yb = laneY[m[3]];
   var head = E[m[0]][5] + ' ' + L[m[2]].name + ' \u2192 ' + L[m[3]].name + (m[4] === 1 ? ' (DROPPED)' : m[4] === 2 ? ' (in flight at the end)' : '');
-  if (m[4] === 0) el('path', { d: seg(xa, ya, xb, yb), 'class': 'msg', 'marker-end': 'url(#arrow)' }, A2);
+  var line;
+  if (m[4] === 0) line = el('path', { d: seg(xa, ya, xb, yb), 'class': 'msg', 'marker-end': 'url(#arrow)' }, A2);
   else {
     var xe = xa + (xb - xa) * 0.35, ye = ya + (yb - ya) * 0.35;
     if (m[4] === 1) xe = Math.max(xa + 4, xb);
-    el('path', { d: seg(xa, ya, xe, ye), 'class': 'msg ' + (m[4] === 1 ? 'dropped' : 'inflight') }, A2);
+    line = el('path', { d: seg(xa, ya, xe, ye), 'class': 'msg ' + (m[4] === 1 ? 'dropped' : 'inflight') }, A2);
     if (m[4] === 1) el('path', { d: 'M' + (xe - 5) + ',' + (ye - 5) + 'L' + (xe + 5) + ',' + (ye + 5) + 'M' + (xe - 5) + ',' + (ye + 5) + 'L' + (xe + 5) + ',' + (ye - 5), 'class': 'xmark' }, A2);
     xb = xe; yb = ye;
   }
   hit(A2, seg(xa, ya, xb, yb), [m[0], m[1]], head);
   if (Math.abs(xb - xa) > 40) label(Lb, xa + (xb - xa) * 0.5 + 3, ya + (yb - ya) * 0.5, E[m[0]][5], 'msg-label', 'start');
+  return line;
 }
 
+// Draws at the scroller's width; when drawing changed that width (a vertical scrollbar came or went), the
+// axes are built again for the new width and drawn once more, the same moment at the left edge.
 function render(scrollTo) {
   var started = performance.now();
+  draw(scrollTo);
+  if (scroller.clientWidth !== builtFor) {
+    var t = Lay.tof(ax(), Math.max(0, scroller.scrollLeft - PAD), state.zoom), left = scroller.scrollLeft;
+    buildAxes();
+    draw(left > 0 ? Math.max(0, xof(t)) : 0);
+  }
+  dumpLayout();
+  body.setAttribute('data-rendered', '1');
+  body.setAttribute('data-render-ms', String(Math.round(performance.now() - started)));
+}
+window.addEventListener('resize', function () {
+  if (pending || scroller.clientWidth === builtFor) return;
+  pending = true;
+  requestAnimationFrame(function () { pending = false; builtFor = -1; render(); });
+});
+
+function draw(scrollTo) {
   var sl = scrollTo === undefined ? scroller.scrollLeft : scrollTo, cw = scroller.clientWidth;
   VX0 = sl - cw; VX1 = sl + 2 * cw;
   var W = width(); Wcur = W;
   svg.setAttribute('width', W); svg.setAttribute('height', HEIGHT);
-  placer = new Lay.Placer();
+  placer = new Lay.Placer(); bandRows = new Lay.BandRows();
   for (var n in layers) clear(layers[n]);
   for (var q = 0; q < laneG.length; q++) {
     var lg = laneG[q], li = Number(lg.getAttribute('data-index'));
@@ -294,21 +338,23 @@ function render(scrollTo) {
     wi.push(k);
   }
   var wg = Lay.groupMessages(wl, 24, 6), wshow = wg.singles.map(function (j) { return wi[j]; });
+  var wmember = {};
   wg.bands.forEach(function (b) {
     var w0 = M.writes[wi[b.members[0]]], id = b.key + '@' + wi[b.members[0]], open = !!state.open[id], yb = laneY[w0.from];
     var v = !w0.arrived ? 'never arrived' : w0.accepted ? 'accepted \u2713' : 'rejected \u2717';
     var what = b.members.length + ' writes ' + v;
-    var r = el('rect', { x: b.x0, y: yb + 7, width: Math.max(4, b.x1 - b.x0), height: 6, rx: 3, 'class': 'band wband ' + (w0.accepted ? 'ok' : 'bad') + (open ? ' open' : ''),
-      'data-band': id, 'data-count': String(b.members.length), 'data-head': what + ' by ' + L[w0.from].name + ' \u00b7 click to ' + (open ? 'fold' : 'show each write') }, Wr);
-    label(Lb, b.x0 + 2, yb + 24, what, 'band-label', 'start', [13]);
-    if (open) b.members.forEach(function (j) { wshow.push(wi[j]); });
+    var top = band(w0.from, b.x0, b.x1, [6, 16, -14, -24], 'band wband ' + (w0.accepted ? 'ok' : 'bad'), id, b.members.length,
+      what + ' by ' + L[w0.from].name + ' \u00b7 click to ' + (open ? 'fold' : 'show each write'));
+    label(Lb, b.x0 + 2, top + BAND_H + 11, what, 'band-label', 'start', [13, -BAND_H - 14]);
+    if (open) b.members.forEach(function (j) { wshow.push(wi[j]); wmember[wi[j]] = id; });
   });
   wshow.sort(function (p2, q2) { return p2 - q2; });
   for (var ws = 0; ws < wshow.length; ws++) {
     var w = M.writes[wshow[ws]];
     x0 = xof(T(w.e0)); x1 = xof(T(w.e1));
     var y0 = laneY[w.from], y1 = laneY[w.to], cls = !w.arrived ? 'lost' : w.accepted ? 'ok' : 'bad';
-    el('path', { d: seg(x0, y0, x1, y1), 'class': 'write ' + cls, 'data-sent': x0 }, Wr);
+    var wpath = el('path', { d: seg(x0, y0, x1, y1), 'class': 'write ' + cls, 'data-sent': x0 }, Wr);
+    if (wmember[wshow[ws]] !== undefined) wpath.setAttribute('data-member-of', wmember[wshow[ws]]);
     var wt = (w.token === null ? '' : 't' + w.token + ' ') + (w.accepted ? '\u2713' : '\u2717');
     hit(Wr, seg(x0, y0, x1, y1), [w.e0, w.e1], 'WRITE #' + w.id + ' by ' + L[w.from].name + (w.accepted ? ' \u2014 ACCEPTED' : ' \u2014 rejected'));
     if (w.arrived) {
@@ -322,9 +368,6 @@ function render(scrollTo) {
   drawMarks(Mk, Lb);
   document.getElementById('zoom-level').textContent = Math.round(state.zoom * 100) + '%';
   if (scrollTo !== undefined) scroller.scrollLeft = scrollTo;
-  dumpLayout();
-  body.setAttribute('data-rendered', '1');
-  body.setAttribute('data-render-ms', String(Math.round(performance.now() - started)));
 }
 
 // clocks, crashes, restarts, notes, service sets, network events
@@ -361,20 +404,40 @@ function drawMarks(Mk, Lb) {
     }
     hit(Mk, 'M' + x0 + ',' + (yy - 8) + 'V' + (yy + 8), [r]);
   }
+  // service grants: a diamond each, or a band with a count where one lock server grants again and again
+  var sl = [], si = [];
   for (n = 0; n < M.svc.length; n++) {
-    var sr = M.svc[n], xs = xof(T(sr));
+    var xs = xof(T(M.svc[n]));
     if (!vis(xs - 200, xs + 200)) continue;
-    var ys = laneY[E[sr][3]];
-    el('path', { d: 'M' + xs + ',' + (ys - 6) + 'L' + (xs + 6) + ',' + ys + 'L' + xs + ',' + (ys + 6) + 'L' + (xs - 6) + ',' + ys + 'Z', 'class': 'svc-dot' }, Mk);
-    hit(Mk, 'M' + xs + ',' + (ys - 8) + 'V' + (ys + 8), [sr], 'SERVICE SET (ground truth)');
-    label(Lb, xs + 8, ys - 8, 'grant ' + E[sr][6].split('=')[0], 'note-label', 'start', [22]);
+    sl.push({ key: 's|' + E[M.svc[n]][3] + '|' + E[M.svc[n]][6].split('=')[0], x0: xs, x1: xs }); si.push(n);
+  }
+  var sg = Lay.groupMessages(sl, 24, 6), sshow = sg.singles.slice(), smember = {};
+  sg.bands.forEach(function (b) {
+    var first = M.svc[si[b.members[0]]], id = b.key + '@' + si[b.members[0]];
+    var what = b.members.length + '\u00d7 grant ' + E[first][6].split('=')[0];
+    var last = M.svc[si[b.members[b.members.length - 1]]];
+    var top = band(E[first][3], b.x0 - 6, b.x1 + 6, [6, 16, -14, -24], 'band sband', id, b.members.length, what + ' (' + T(first).toFixed(3) + ' s \u2026 ' +
+      T(last).toFixed(3) + ' s, ground truth) \u00b7 click to ' + (state.open[id] ? 'fold' : 'show each grant'));
+    label(Lb, b.x0 - 4, top + BAND_H + 11, what, 'band-label', 'start', [13, -BAND_H - 14]);
+    if (state.open[id]) b.members.forEach(function (j) { sshow.push(j); smember[j] = id; });
+  });
+  sshow.sort(function (p, q) { return p - q; });
+  for (n = 0; n < sshow.length; n++) {
+    var sr = M.svc[si[sshow[n]]], xd = sl[sshow[n]].x0, yd = laneY[E[sr][3]];
+    var dia = el('path', { d: 'M' + xd + ',' + (yd - 6) + 'L' + (xd + 6) + ',' + yd + 'L' + xd + ',' + (yd + 6) + 'L' + (xd - 6) + ',' + yd + 'Z', 'class': 'svc-dot' }, Mk);
+    if (smember[sshow[n]] !== undefined) dia.setAttribute('data-member-of', smember[sshow[n]]);
+    hit(Mk, 'M' + xd + ',' + (yd - 8) + 'V' + (yd + 8), [sr], 'SERVICE SET (ground truth)');
+    label(Lb, xd + 8, yd - 8, 'grant ' + E[sr][6].split('=')[0], 'note-label', 'start', [22]);
   }
 }
 
 // What was drawn, for the tests: tick labels, squeezed gaps, story events, every text box, the banner.
 function dumpLayout() {
-  var out = { viewport: [innerWidth, innerHeight], zoom: state.zoom, compressed: state.compressed,
-    view: [scroller.scrollLeft, scroller.scrollLeft + scroller.clientWidth], ticks: [], breaks: [], events: [], texts: [], bands: [], banner: null };
+  var sr = scroller.getBoundingClientRect();
+  var out = { viewport: [innerWidth, innerHeight], page_width: document.documentElement.clientWidth, zoom: state.zoom, compressed: state.compressed,
+    view: [scroller.scrollLeft, scroller.scrollLeft + scroller.clientWidth], diagram: [Number(svg.getAttribute('width')), HEIGHT],
+    scroller: { left: sr.left, right: sr.left + scroller.clientWidth, scroll_width: scroller.scrollWidth, client_width: scroller.clientWidth },
+    ticks: [], breaks: [], events: [], texts: [], lane_texts: [], bands: [], banner: null };
   function q(sel) { return Array.prototype.slice.call(svg.querySelectorAll(sel)); }
   q('text.tick').forEach(function (e) { out.ticks.push({ x: Number(e.getAttribute('data-x')), text: e.textContent }); });
   q('rect.gap').forEach(function (e) {
@@ -399,11 +462,22 @@ function dumpLayout() {
     var b = e.getBBox();
     if (b.width > 0 && b.height > 0) out.texts.push({ text: e.textContent, box: [b.x, b.y, b.width, b.height] });
   });
-  q('rect[data-band]').forEach(function (e) { out.bands.push({ id: e.getAttribute('data-band'), count: Number(e.getAttribute('data-count')) }); });
+  Array.prototype.slice.call(labels.querySelectorAll('text')).forEach(function (e) {
+    var b = e.getBBox();
+    out.lane_texts.push({ text: e.textContent, box: [b.x, b.y, b.width, b.height] });
+  });
+  out.lane_column = Number(labels.getAttribute('width'));
+  q('rect[data-band]').forEach(function (e) {
+    var b = e.getBoundingClientRect();
+    out.bands.push({ id: e.getAttribute('data-band'), count: Number(e.getAttribute('data-count')), open: e.classList.contains('open'),
+      center: [(b.left + b.right) / 2, (b.top + b.bottom) / 2], visible: b.left >= sr.left && b.right <= sr.left + scroller.clientWidth });
+  });
   var ban = document.getElementById('violations');
   if (ban) {
     var r = ban.getBoundingClientRect();
-    out.banner = { left: r.left, right: r.right, top: r.top, bottom: r.bottom, overflow: ban.scrollWidth > ban.clientWidth + 1 };
+    out.banner = { left: r.left, right: r.right, top: r.top, bottom: r.bottom, text: ban.textContent,
+      items: Array.prototype.slice.call(ban.querySelectorAll('li')).map(function (li) { return li.textContent; }),
+      overflow: ban.scrollWidth > ban.clientWidth + 1 || ban.scrollHeight > ban.clientHeight + 1 };
   }
   var node = document.getElementById('layout');
   if (!node) { node = document.createElement('script'); node.id = 'layout'; node.type = 'application/json'; body.appendChild(node); }
@@ -460,10 +534,10 @@ if (location.hash === '#selftest') {
   }
   body.setAttribute('data-selftest-tip', tip.textContent);
   body.setAttribute('data-selftest-tips', String(tips));
-  var band = svg.querySelector('[data-band]');
-  if (band) {
+  var firstBand = svg.querySelector('[data-band]');
+  if (firstBand) {
     var before = svg.querySelectorAll('.msg').length;
-    band.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    firstBand.dispatchEvent(new MouseEvent('click', { bubbles: true }));
     body.setAttribute('data-selftest-band', String(svg.querySelectorAll('.msg').length - before));
   }
   document.getElementById('zoom-in').click(); document.getElementById('zoom-in').click();

@@ -61,6 +61,34 @@ inline std::string dump_dom(const std::filesystem::path& dir, const std::filesys
   return slurp(out);
 }
 
+/// Every view of `page` in one Chromium start, through the harness tests/reports/html_views.html: `views` is
+/// its list ("1024,1400:zoom=6%26at=15": width[:hash] each), `click` clicks a band of each kind in the first
+/// view. Scrollbars are shown (they take width, as in a person's browser). Returns the harness's JSON: per
+/// view {width, hash, layout, rendered, js_errors} (the first also `clicks`), or null.
+inline nlohmann::json render_views(const std::filesystem::path& dir, const std::filesystem::path& page,
+                                   const std::string& views, bool click, const std::string& tag) {
+  const std::string harness = std::string(LOCKSIM_SOURCE_DIR) + "/tests/reports/html_views.html";
+  const std::string url = "file://" + harness + "#page=file://" + std::filesystem::absolute(page).string() +
+                          "&views=" + views + (click ? "&click=1" : "");
+  const auto out = dir / ("views-" + tag + ".html");
+  const std::string cmd =
+      "timeout 120 " + std::string(kChromium) +
+      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
+      "--disable-component-update --disable-sync --enable-logging=stderr --v=0 "
+      "--allow-file-access-from-files "
+      "--user-data-dir=" +
+      (dir / ("profile-" + tag)).string() + " --window-size=1920,900 --dump-dom '" + url + "' >" +
+      out.string() + " 2>>" + (dir / "stderr.txt").string();
+  if (std::system(cmd.c_str()) != 0) return {};
+  const std::string html = slurp(out);
+  const std::string open = "<script type=\"application/json\" id=\"views\">";
+  const auto a = html.find(open);
+  if (a == std::string::npos) return {};
+  const auto b = html.find("</script>", a);
+  if (b == std::string::npos) return {};
+  return nlohmann::json::parse(html.substr(a + open.size(), b - a - open.size()), nullptr, false);
+}
+
 /// The JSON of the script element `id` in `html` (the report's model, or the layout its script wrote).
 inline nlohmann::json script_json(const std::string& html, const std::string& id) {
   const std::string open = "<script id=\"" + id + "\" type=\"application/json\">";

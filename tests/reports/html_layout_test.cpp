@@ -2,11 +2,13 @@
 // zoomed in, and checked on what was drawn (the page's script reports the boxes it laid out): every story
 // event sits where the axis's tick labels say its time is (within one pixel's worth), every squeezed gap
 // is drawn with its label, no two labels overlap and the violation banner is inside the window.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,41 +125,112 @@ void check_labels(const json& lay, const std::string& where) {
     }
 }
 
-void check_banner(const json& lay, const std::string& where) {
-  ASSERT_TRUE(lay["banner"].is_object()) << where << ": no violation banner";
-  const auto& b = lay["banner"];
-  const double w = lay["viewport"][0].get<double>();
-  EXPECT_GE(b["left"].get<double>(), -0.5) << where;
-  EXPECT_LE(b["right"].get<double>(), w + 0.5) << where << ": the banner runs past the window's right edge";
-  EXPECT_FALSE(b["overflow"].get<bool>()) << where << ": the banner's text is clipped";
+/// Nothing cut off: the diagram's visible area ends inside the window; at fit the whole diagram is in it (no
+/// scrolling); no label runs past the diagram's edges (at any zoom: what is off screen is a scroll away, not
+/// cut); lane names stay in their column.
+void check_unclipped(const json& lay, const std::string& where) {
+  const double page = lay["page_width"].get<double>();
+  const auto& sc = lay["scroller"];
+  EXPECT_LE(sc["right"].get<double>(), page + 0.5) << where << ": the diagram's area runs past the window";
+  const double client = sc["client_width"].get<double>();
+  if (lay["zoom"].get<double>() == 1.0) {
+    EXPECT_LE(sc["scroll_width"].get<double>(), client + 0.5)
+        << where << ": at fit the diagram is wider than its area (" << sc["scroll_width"] << " px in "
+        << client << " px): its right edge is cut off";
+  }
+  const double w = lay["diagram"][0].get<double>(), h = lay["diagram"][1].get<double>();
+  for (const auto& t : lay["texts"]) {
+    const auto& b = t["box"];
+    const double x = b[0].get<double>(), y = b[1].get<double>(), bw = b[2].get<double>(),
+                 bh = b[3].get<double>();
+    EXPECT_TRUE(x >= -0.5 && x + bw <= w + 0.5 && y >= -0.5 && y + bh <= h + 0.5)
+        << where << ": \"" << t["text"].get<std::string>() << "\" at [" << x << ", " << x + bw << "] × [" << y
+        << ", " << y + bh << "] is cut by the diagram's edge (" << w << " × " << h << " px)";
+  }
+  const double column = lay["lane_column"].get<double>();
+  for (const auto& t : lay["lane_texts"])
+    EXPECT_LE(t["box"][0].get<double>() + t["box"][2].get<double>(), column + 0.5)
+        << where << ": lane name \"" << t["text"].get<std::string>() << "\" is cut";
 }
 
-struct View {
-  int width;
-  std::string hash, name;
-};
+/// The banner is inside the window, nothing in it cut off, and it names each violation as the story tells
+/// it: its kind, the epoch that broke the order and the moment.
+void check_banner(const json& lay, const RunOutput& r, const std::string& where) {
+  ASSERT_TRUE(lay["banner"].is_object()) << where << ": no violation banner";
+  const auto& b = lay["banner"];
+  const double w = lay["page_width"].get<double>(), h = lay["viewport"][1].get<double>();
+  EXPECT_GE(b["left"].get<double>(), -0.5) << where;
+  EXPECT_LE(b["right"].get<double>(), w + 0.5) << where << ": the banner runs past the window's right edge";
+  EXPECT_GE(b["top"].get<double>(), -0.5) << where;
+  EXPECT_LE(b["bottom"].get<double>(), h + 0.5) << where << ": the banner runs past the window's bottom";
+  EXPECT_FALSE(b["overflow"].get<bool>()) << where << ": the banner's text is clipped";
+  const auto& items = b["items"];
+  ASSERT_EQ(items.size(), r.check.violations.size()) << where;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Violation& v = r.check.violations[i];
+    const std::string item = items[i].get<std::string>(), told = anomaly_story(r, v);
+    std::string kind = v.kind;
+    std::replace(kind.begin(), kind.end(), '-', ' ');
+    const std::string at = format_seconds(v.time, 3) + " s";
+    const std::string epoch =
+        fmt::format("epoch {}", v.kind == kTokenRegression ? v.grant_later.epoch : v.later.epoch);
+    for (const std::string& words : {kind, at, epoch}) {
+      EXPECT_NE(item.find(words), std::string::npos)
+          << where << ": banner line " << i + 1 << " \"" << item << "\" does not say \"" << words << "\"";
+      if (words != kind) {
+        EXPECT_NE(told.find(words), std::string::npos)
+            << where << ": the story does not say \"" << words << "\"";
+      }
+    }
+  }
+}
 
-/// Renders `html` at every width × (fit, zoomed in at `at` seconds) and checks each layout.
-void check_everywhere(const std::string& html, const std::string& name, double at, bool unsafe) {
+/// At 1024, 1400 and 1920 px, at fit and zoomed in ×6 at `at` seconds (all six in one Chromium start).
+const std::vector<int> kWidths = {1024, 1400, 1920};
+
+std::string views_at(double at) {
+  std::string v;
+  for (int w : kWidths) v += fmt::format("{}{},{}:zoom=6%26at={:.3f}", v.empty() ? "" : ",", w, w, at);
+  return v;
+}
+
+/// Renders the report of `r` at every width and zoom and checks each view: times read off the axis, no
+/// overlapping labels, nothing clipped, the banner. Returns the views (the first with its band clicks).
+json check_everywhere(const RunOutput& r, const Scenario& sc, const std::string& name, double at,
+                      bool click = false) {
   const fs::path dir = temp_dir("layout-" + name);
   const fs::path page = dir / (name + ".html");
-  spit(page, html);
-  for (int width : {1024, 1400, 1920})
-    for (const std::string& hash : {std::string(), "#zoom=6&at=" + std::to_string(at)}) {
-      const std::string where =
-          name + " at " + std::to_string(width) + " px, " + (hash.empty() ? "fit" : hash);
-      const std::string tag = std::to_string(width) + (hash.empty() ? "fit" : "zoom");
-      const std::string dom = dump_dom(dir, page, hash, width, 900, tag);
-      ASSERT_NE(dom.find("data-rendered=\"1\""), std::string::npos) << where << "\n"
-                                                                    << slurp(dir / "stderr.txt");
-      EXPECT_NE(dom.find("data-js-errors=\"0\""), std::string::npos) << where;
-      const json lay = script_json(dom, "layout");
-      ASSERT_TRUE(lay.is_object()) << where << ": the page wrote no layout";
-      check_axis(lay, where);
-      check_labels(lay, where);
-      if (unsafe) check_banner(lay, where);
+  spit(page, html_report(r, sc));
+  const json views = render_views(dir, page, views_at(at), click, name);
+  EXPECT_TRUE(views.is_array() && views.size() == 2 * kWidths.size())
+      << name << ": the harness returned no views\n"
+      << slurp(dir / "stderr.txt");
+  if (!views.is_array()) return views;
+  for (const auto& v : views) {
+    const std::string where =
+        fmt::format("{} at {} px, {}", name, v["width"].get<int>(),
+                    v["hash"].get<std::string>().empty() ? "fit" : v["hash"].get<std::string>());
+    EXPECT_TRUE(v["rendered"].get<bool>()) << where << ": the page did not finish drawing";
+    EXPECT_EQ(v["js_errors"].get<int>(), 0) << where << "\n" << slurp(dir / "stderr.txt");
+    const json& lay = v["layout"];
+    if (!lay.is_object()) {
+      ADD_FAILURE() << where << ": the page wrote no layout";
+      continue;
     }
+    EXPECT_EQ(lay["viewport"][0].get<int>(), v["width"].get<int>()) << where;
+    check_axis(lay, where);
+    check_labels(lay, where);
+    check_unclipped(lay, where);
+    if (!r.check.safe) check_banner(lay, r, where);
+  }
   fs::remove_all(dir);
+  return views;
+}
+
+/// When the first violation happened (or a third of the way in, when none did): where the zoomed views look.
+double moment(const RunOutput& r) {
+  const Time t = r.check.violations.empty() ? r.run.end / 3 : r.check.violations[0].time;
+  return std::chrono::duration<double>(t).count();
 }
 
 class HtmlLayout : public ::testing::Test {
@@ -177,39 +250,74 @@ TEST_F(HtmlLayout, KleppmannGcPauseUnderRedlockReadsTrueTimes) {
   const Scenario sc = load_scenario("kleppmann-gc-pause");
   const RunOutput r = run_scenario(sc, "redlock");
   ASSERT_FALSE(r.check.safe);
-  check_everywhere(html_report(r, sc), "kleppmann-gc-pause-redlock", 15.0, true);
+  check_everywhere(r, sc, "kleppmann-gc-pause-redlock", 15.0);
 }
 
 TEST_F(HtmlLayout, LongPauseReadsTrueTimes) {
   const Scenario sc = toy::gc_pause(45s);
   const RunOutput r = run_scenario(sc, "toylock");
   ASSERT_FALSE(r.check.safe);
-  check_everywhere(html_report(r, sc), "toy-gc-pause-45s", 45.0, true);
+  check_everywhere(r, sc, "toy-gc-pause-45s", 45.0);
 }
 
-TEST_F(HtmlLayout, BusyRunIsBandedAndUncluttered) {
-  // Five retrying clients against five Redlock nodes, a pause nemesis, a dozen anomalies: repeated messages
-  // and writes are drawn as bands with counts, labels still never overlap, the banner stays in the window.
+// The catalog's three busiest runs by event count (`locksim run NAME -p P --report json`, "events"; seed 1):
+// gc-pause-pareto under redlock (235,578) and under lease+fence (170,510, as many as lease), then
+// jepsen-etcd-nemesis-repeat under redlock (55,815).
+TEST_F(HtmlLayout, GcPauseParetoUnderRedlockIsReadableEverywhere) {
+  const Scenario sc = load_scenario("gc-pause-pareto");
+  const RunOutput r = run_scenario(sc, "redlock");
+  check_everywhere(r, sc, "gc-pause-pareto-redlock", moment(r));
+}
+
+TEST_F(HtmlLayout, GcPauseParetoUnderLeaseFenceIsReadableEverywhere) {
+  const Scenario sc = load_scenario("gc-pause-pareto");
+  const RunOutput r = run_scenario(sc, "lease+fence");
+  check_everywhere(r, sc, "gc-pause-pareto-lease-fence", moment(r));
+}
+
+TEST_F(HtmlLayout, BusyRunIsBandedAndBandsOpenOnClick) {
+  // Five retrying clients against five Redlock nodes, a pause nemesis, a dozen anomalies: repeated messages,
+  // writes and service grants are drawn as bands with counts; clicking one shows its members, clicking again
+  // folds it; labels still never overlap, nothing is clipped, the banner stays in the window.
   const Scenario sc = load_scenario("jepsen-etcd-nemesis-repeat");
   const RunOutput r = run_scenario(sc, "redlock");
   ASSERT_FALSE(r.check.safe);
-  const fs::path dir = temp_dir("layout-busy");
-  const fs::path page = dir / "busy.html";
-  spit(page, html_report(r, sc));
-  for (int width : {1024, 1400}) {
-    const std::string where = "jepsen-etcd-nemesis-repeat-redlock at " + std::to_string(width) + " px, fit";
-    const std::string dom = dump_dom(dir, page, "", width, 900, std::to_string(width));
-    ASSERT_NE(dom.find("data-rendered=\"1\""), std::string::npos) << where << "\n"
-                                                                  << slurp(dir / "stderr.txt");
-    EXPECT_NE(dom.find("data-js-errors=\"0\""), std::string::npos) << where;
-    const json lay = script_json(dom, "layout");
-    ASSERT_TRUE(lay.is_object()) << where;
-    check_axis(lay, where);
-    check_labels(lay, where);
-    check_banner(lay, where);
+  const json views = check_everywhere(r, sc, "jepsen-etcd-nemesis-repeat-redlock", moment(r), true);
+  ASSERT_TRUE(views.is_array() && !views.empty());
+  for (const auto& v : views) {
+    if (!v["layout"].is_object()) continue;
     std::size_t banded = 0;
-    for (const auto& b : lay["bands"]) banded += b["count"].get<std::size_t>();
+    std::set<std::string> kinds;
+    for (const auto& b : v["layout"]["bands"]) {
+      banded += b["count"].get<std::size_t>();
+      const std::string id = b["id"].get<std::string>();
+      kinds.insert(id.rfind("w|", 0) == 0   ? "writes"
+                   : id.rfind("s|", 0) == 0 ? "service grants"
+                                            : "messages");
+    }
+    if (!v["hash"].get<std::string>().empty()) continue;  // at fit
+    const std::string where = fmt::format("at {} px, fit", v["width"].get<int>());
     EXPECT_GT(banded, r.trace.size() / 20) << where << ": repeated messages are not banded";
+    if (v["width"].get<int>() != kWidths[0]) continue;  // wider, some grants are far enough apart to show
+    for (const char* k : {"messages", "writes", "service grants"})
+      EXPECT_EQ(kinds.count(k), 1u) << where << ": no band of repeated " << k;
   }
-  fs::remove_all(dir);
+  const auto& clicks = views[0]["clicks"];
+  ASSERT_TRUE(clicks.is_array());
+  EXPECT_EQ(clicks.size(), 3u) << "a band of each kind clicked: " << clicks.dump();
+  for (const auto& c : clicks) {
+    const std::string what = c["kind"].get<std::string>() + " band " + c["id"].get<std::string>();
+    const int count = c["count"].get<int>();
+    EXPECT_GE(count, 6) << what;
+    EXPECT_EQ(c["before"].get<int>(), 0) << what << ": members drawn before it was opened";
+    const auto &o = c["opened"], &f = c["folded"];
+    EXPECT_EQ(o["target"], c["id"]) << what << ": the click at its middle landed on " << o["target"];
+    EXPECT_TRUE(o.value("open", false)) << what << ": not open after a click";
+    EXPECT_EQ(o.value("members", -1), count)
+        << what << ": " << count << " members, " << o["members"] << " shown";
+    EXPECT_EQ(o.value("count", -1), count) << what;
+    EXPECT_EQ(f["target"], c["id"]) << what << ": the second click landed on " << f["target"];
+    EXPECT_FALSE(f.value("open", true)) << what << ": still open after a second click";
+    EXPECT_EQ(f.value("members", -1), 0) << what << ": members still drawn after folding";
+  }
 }
