@@ -542,6 +542,9 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
   o += legend_item(
       "<rect x=\"2\" y=\"1\" width=\"30\" height=\"14\" fill=\"url(#gaphatch)\" stroke=\"#cbd5e1\"/>",
       "idle time squeezed (see axis)");
+  o += legend_item(
+      "<rect x=\"2\" y=\"4\" width=\"30\" height=\"8\" rx=\"4\" fill=\"#64748b\" opacity=\".45\"/>",
+      "repeated messages, writes or grants: click the band to see each");
   o += "</ul></section></div>\n<div id=\"tip\"></div>\n";
   o += "<script id=\"model\" type=\"application/json\">" + script_json(model) + "</script>\n";
   o += "<script>";

@@ -411,7 +411,8 @@ function drawMarks(Mk, Lb) {
     if (!vis(xs - 200, xs + 200)) continue;
     sl.push({ key: 's|' + E[M.svc[n]][3] + '|' + E[M.svc[n]][6].split('=')[0], x0: xs, x1: xs }); si.push(n);
   }
-  var sg = Lay.groupMessages(sl, 24, 6), sshow = sg.singles.slice(), smember = {};
+  // (joined across more room than messages: a diamond's label is wider than the gap between two arrows)
+  var sg = Lay.groupMessages(sl, 64, 6), sshow = sg.singles.slice(), smember = {};
   sg.bands.forEach(function (b) {
     var first = M.svc[si[b.members[0]]], id = b.key + '@' + si[b.members[0]];
     var what = b.members.length + '\u00d7 grant ' + E[first][6].split('=')[0];

@@ -107,5 +107,15 @@ test('repeated messages of one sender become a band; sparse ones stay arrows', (
   assert.strictEqual(split.bands.length, 2);
 });
 
+test('bands of one lane take rows where they cover no other band; other lanes are apart', () => {
+  const rows = new Lay.BandRows(), offs = [-4, -14, 6];
+  assert.strictEqual(rows.place(0, 10, 100, offs, 8), -4);
+  assert.strictEqual(rows.place(0, 50, 150, offs, 8), -14, 'overlapping in time: the next row');
+  assert.strictEqual(rows.place(0, 60, 70, offs, 8), 6);
+  assert.strictEqual(rows.place(0, 200, 300, offs, 8), -4, 'clear of the others: the first row again');
+  assert.strictEqual(rows.place(1, 10, 100, offs, 8), -4, 'another lane');
+  assert.strictEqual(rows.place(0, 62, 66, offs, 8), -4, 'no row free: the first (drawn over)');
+});
+
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
