@@ -41,9 +41,12 @@ var FAMILY = getComputedStyle(body).fontFamily;
 var FONT = { 'msg-label': [9.5, 400], 'bar-label': [12, 400], 'pause-label': [11.5, 700], wlabel: [12, 600],
   'note-label': [11.5, 400], 'clock-label': [11, 600], 'gap-label': [11, 400], 'band-label': [11, 600],
   'violation-text': [12, 700], tick: [12, 400] };
+var measured = {}, measuredFont = '';  // a run repeats the same few labels thousands of times
 function measure(text, size, weight) {
-  ctx.font = (weight || 400) + ' ' + size + 'px ' + FAMILY;
-  return ctx.measureText(text).width;
+  var font = (weight || 400) + ' ' + size + 'px ' + FAMILY, key = font + '|' + text;
+  if (key in measured) return measured[key];
+  if (font !== measuredFont) { ctx.font = font; measuredFont = font; }
+  return (measured[key] = ctx.measureText(text).width);
 }
 function measureCls(text, cls) { var f = FONT[cls.split(' ')[0]] || [12, 400]; return measure(text, f[0], f[1]); }
 

@@ -109,19 +109,24 @@ void check_axis(const json& lay, const std::string& where) {
 }
 
 void check_labels(const json& lay, const std::string& where) {
-  const auto& texts = lay["texts"];
-  for (std::size_t i = 0; i < texts.size(); ++i)
-    for (std::size_t j = i + 1; j < texts.size(); ++j) {
-      const auto &a = texts[i]["box"], &b = texts[j]["box"];
-      const double ox =
-          std::min(a[0].get<double>() + a[2].get<double>(), b[0].get<double>() + b[2].get<double>()) -
-          std::max(a[0].get<double>(), b[0].get<double>());
-      const double oy =
-          std::min(a[1].get<double>() + a[3].get<double>(), b[1].get<double>() + b[3].get<double>()) -
-          std::max(a[1].get<double>(), b[1].get<double>());
+  struct Box {
+    double x0, y0, x1, y1;
+    std::string text;
+  };
+  std::vector<Box> boxes;
+  for (const auto& t : lay["texts"]) {
+    const auto& b = t["box"];
+    const double x = b[0].get<double>(), y = b[1].get<double>();
+    boxes.push_back({x, y, x + b[2].get<double>(), y + b[3].get<double>(), t["text"].get<std::string>()});
+  }
+  // By left edge: a box can only overlap the ones that start before it ends.
+  std::sort(boxes.begin(), boxes.end(), [](const Box& a, const Box& b) { return a.x0 < b.x0; });
+  for (std::size_t i = 0; i < boxes.size(); ++i)
+    for (std::size_t j = i + 1; j < boxes.size() && boxes[j].x0 < boxes[i].x1 - 0.5; ++j) {
+      const Box &a = boxes[i], &b = boxes[j];
+      const double ox = std::min(a.x1, b.x1) - b.x0, oy = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
       EXPECT_FALSE(ox > 0.5 && oy > 0.5)
-          << where << ": labels overlap: \"" << texts[i]["text"].get<std::string>() << "\" and \""
-          << texts[j]["text"].get<std::string>() << "\"";
+          << where << ": labels overlap: \"" << a.text << "\" and \"" << b.text << "\"";
     }
 }
 
