@@ -522,13 +522,16 @@ scroller.addEventListener('wheel', function (ev) {
   zoomTo(state.zoom * (ev.deltaY < 0 ? 1.25 : 0.8), ev.clientX);
 }, { passive: false });
 render();
-// #zoom=Z&at=SECONDS opens the page zoomed in at a moment (links in a workshop handout, screenshots).
-(function () {
+// #zoom=Z&at=SECONDS opens the page zoomed in at a moment (links in a workshop handout, screenshots), on
+// load and whenever the address's #part changes (a link within the page, the back button).
+function openFromHash() {
   var hs = location.hash.slice(1).split('&'), qs = {};
   for (var n = 0; n < hs.length; n++) { var kv = hs[n].split('='); qs[kv[0]] = kv[1]; }
   if (qs.zoom) { state.zoom = Math.max(0.05, Math.min(5000, Number(qs.zoom) || 1)); render(0); }
   if (qs.at !== undefined) render(Math.max(0, xof(Number(qs.at) || 0) - scroller.clientWidth / 3));
-})();
+}
+openFromHash();
+window.addEventListener('hashchange', openFromHash);
 // #selftest (used by the tests in a headless browser): tooltips, zoom, a band, the axis toggle, then back.
 if (location.hash === '#selftest') {
   var targets = svg.querySelectorAll('[data-ev]'), tips = 0;
