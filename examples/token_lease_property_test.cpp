@@ -5,7 +5,7 @@
 //   token-lease is unsafe under kleppmann-gc-pause (1 token-regression), found by rapidcheck at case 9; ...
 //     crash redis1, restart after 1ms after client1 logs 'acquired' #1
 //   <the story of the violation, as `locksim run` tells it>
-//   replay it with: locksim replay /tmp/replay-kleppmann-gc-pause-token-lease-....toml
+//   replay it with: token_lease_locksim replay /tmp/replay-kleppmann-gc-pause-token-lease-....toml
 //
 // Watch it: ./token_lease_property_test --gtest_also_run_disabled_tests --gtest_filter='*TokenLease*'
 // RC_PARAMS="seed=N" picks rapidcheck's seed, RC_PARAMS="max_success=N" the number of cases.
@@ -13,14 +13,17 @@
 
 #include <locksim/rapidcheck_gtest.hpp>
 
+#include "scenarios/command_name.hpp"
 #include "token_lease.hpp"
 
 namespace {
 
-// The protocols are registered before any test runs.
+// The protocols are registered before any test runs, and the replay command a failure prints names the
+// binary that knows them (token_lease_locksim.cpp).
 const bool registered = [] {
   locksim::register_builtin_protocols();
   example::register_token_lease();
+  locksim::set_command_name("token_lease_locksim");
   return true;
 }();
 
