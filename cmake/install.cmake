@@ -33,7 +33,8 @@ foreach(dir sim protocols scenarios reports)
     install(FILES ${PROJECT_SOURCE_DIR}/${h} DESTINATION ${LOCKSIM_INSTALL_INCLUDEDIR}/${hdir})
   endforeach()
 endforeach()
-install(FILES ${PROJECT_SOURCE_DIR}/include/locksim/rapidcheck.hpp ${PROJECT_SOURCE_DIR}/include/locksim/cli.hpp
+install(FILES ${PROJECT_SOURCE_DIR}/include/locksim/rapidcheck.hpp ${PROJECT_SOURCE_DIR}/include/locksim/rapidcheck_gtest.hpp
+              ${PROJECT_SOURCE_DIR}/include/locksim/cli.hpp
         DESTINATION ${LOCKSIM_INSTALL_INCLUDEDIR})
 
 install(EXPORT locksimTargets NAMESPACE locksim:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/locksim)

@@ -72,3 +72,36 @@ if(EXISTS ${WORK_DIR}/build/Release/consumer)
 else()
   run(${WORK_DIR}/build/consumer)
 endif()
+
+# The examples (examples/CMakeLists.txt) built against the install as a user builds them: the property test of
+# a user's own protocol runs, its durable version passing a few cases and its buggy one failing with the
+# story and a replay file.
+if(NOT "${EXAMPLES_DIR}" STREQUAL "")
+  run(${CMAKE_COMMAND} -S ${EXAMPLES_DIR} -B ${WORK_DIR}/examples ${configure_args}
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
+  file(STRINGS ${WORK_DIR}/examples/CMakeCache.txt dir_line REGEX "^locksim_DIR:PATH=")
+  if(NOT dir_line MATCHES "^locksim_DIR:PATH=${WORK_DIR}/prefix/")
+    message(FATAL_ERROR "the examples did not find the installed locksim ('${dir_line}')")
+  endif()
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/examples --config Release --target token_lease_property_test
+      token_lease_locksim)
+  set(bin ${WORK_DIR}/examples)
+  if(EXISTS ${WORK_DIR}/examples/Release/token_lease_property_test)
+    set(bin ${WORK_DIR}/examples/Release)
+  endif()
+  set(example ${bin}/token_lease_property_test)
+  run(${CMAKE_COMMAND} -E env "RC_PARAMS=max_success=20" ${example})
+  file(MAKE_DIRECTORY ${WORK_DIR}/replays)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env "RC_PARAMS=seed=2" "LOCKSIM_REPLAY_DIR=${WORK_DIR}/replays"
+                          ${example} --gtest_also_run_disabled_tests --gtest_filter=TokenLease.*
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  file(GLOB replays ${WORK_DIR}/replays/replay-*.toml)
+  if(rc EQUAL 0 OR NOT out MATCHES "token-regression" OR NOT out MATCHES "replay it with: token_lease_locksim replay "
+     OR NOT replays)
+    message(FATAL_ERROR "the buggy example protocol's property did not fail as it should (${rc}):\n${out}\n${err}")
+  endif()
+  # The user's binary (cli_main with the protocol registered) replays the file to its trace hash.
+  list(GET replays 0 replay_file)
+  run(${bin}/token_lease_locksim replay ${replay_file})
+  message(STATUS "the buggy example protocol's property failed as it should; ${replay_file} replays")
+endif()
