@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "protocols/service.hpp"
 #include "sim/time.hpp"
 #include "sim/trace.hpp"
 
@@ -131,8 +132,13 @@ struct ResourceEntry {
 struct History {
   /// How many distinct service nodes must have set a value before the service as a whole granted it
   /// (1 for a single Redis or a consensus service that records only committed grants; majority for Redlock).
-  /// Set by the protocol; every report shows it beside each grant's backing.
+  /// The runner sets it from the protocol's ServiceDecl::quorum (a protocol that declares nothing sets it
+  /// in build(), deprecated); every report shows it beside each grant's backing.
   std::uint32_t service_quorum = 1;
+  /// The protocol that runs, and its declaration (empty: it declared nothing), set by the runner before
+  /// build(): what ServiceRecorder checks its records against.
+  std::string protocol;
+  ServiceDecl service;
   /// The processes the protocol declared as its service (names). Service records from any other process do
   /// not back a grant (CheckResult::undeclared_records counts them).
   std::vector<std::string> service_nodes;
@@ -146,9 +152,14 @@ struct History {
   std::vector<WriteRecord> writes;
   std::vector<ResourceEntry> resource_log;
 
+  /// A recorder for the declared service process `node`, timed by `world`'s true time. Throws
+  /// std::logic_error when the protocol declared a service and `node` is not in it.
+  ServiceRecorder recorder(const World& world, std::string node);
+  /// Deprecated (kept for one release for protocols that declare no service): record through recorder().
   void service_set(Time t, std::string node, std::string key, std::string value) {
     service_sets.push_back({t, std::move(node), std::move(key), std::move(value)});
   }
+  /// Deprecated (kept for one release for protocols that declare no service): record through recorder().
   void service_role(Time t, std::string node, ServiceRole::Role role, std::uint64_t term) {
     service_roles.push_back({t, std::move(node), role, term});
   }

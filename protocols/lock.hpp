@@ -143,7 +143,9 @@ struct RenewalDefaults {
   std::string source;
 };
 
-/// The names of the processes a protocol's service spawned (for fault plans and reports).
+/// The processes a protocol's service spawned, in spawn order. With a declaration (Protocol::declare) the
+/// runner checks them against it; a protocol that declares its service may return {} (the runner takes the
+/// processes build() spawned).
 struct ServiceInfo {
   std::vector<ProcId> servers;
 };
@@ -159,7 +161,17 @@ class Protocol {
   virtual std::vector<Variant> variants() const { return {}; }
   /// Whether writes carry the grant's token to the resource (fencing).
   virtual bool fenced() const { return false; }
-  /// Spawn the service's processes. Servers record service-side grants in `history` (write only).
+  /// The service build() will spawn for `cfg`, known before the run: process names in spawn order, their
+  /// roles, the quorum of server records that backs a grant. The loader, the nemesis and the replay loader
+  /// accept exactly the declared names; build() must spawn exactly these processes (the runner checks it).
+  /// The default declares nothing (deprecated: such a protocol's names are unknown to scenario files, and
+  /// it sets History::service_quorum and records with History::service_set by hand).
+  virtual ServiceDecl declare(const ProtocolConfig& cfg) const {
+    (void)cfg;
+    return {};
+  }
+  /// Spawn the service's processes. Servers record service-side grants through History::recorder (write
+  /// only).
   virtual ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) = 0;
   /// A client for one client process (called inside that process's fiber, before its first acquire), or for
   /// one thread of it (a renewal thread makes its own, on its own Context; LockClient::extend must work on a
@@ -176,6 +188,13 @@ class Protocol {
             .source = "locksim's default for a protocol that names none: every ttl/3"};
   }
 };
+
+/// Builds `protocol`'s service as a run does: records its declaration in `history` (History::protocol,
+/// service, service_quorum, service_nodes), calls build(), and checks that build() spawned exactly the
+/// declared processes in the declared order (std::logic_error naming the protocol otherwise). Returns the
+/// spawned processes. A protocol that declares nothing is built as before declarations (deprecated): its
+/// ServiceInfo names its processes and build() sets the quorum.
+ServiceInfo build_service(Protocol& protocol, World& world, const ProtocolConfig& cfg, History& history);
 
 using ProtocolFactory = std::function<std::unique_ptr<Protocol>()>;
 

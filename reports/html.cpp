@@ -442,6 +442,8 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
     }
     o += "</div>\n";
   }
+  for (const std::string& w : run_warnings(run))
+    o += "<p class=\"warning\" role=\"alert\">⚠ warning: " + esc(w) + "</p>\n";
   // The diagram skeleton: lanes and violation markers exist without the script; the script draws into them.
   o += "<div id=\"wrap\"><div id=\"labels\"><svg id=\"lane-labels\" width=\"150\" "
        "xmlns=\"http://www.w3.org/2000/svg\"></svg></div>\n<div id=\"scroller\">"

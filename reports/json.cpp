@@ -106,6 +106,7 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   j["inconclusive"] = run.inconclusive();
   j["story"] = story(run);
   j["orphan_grants"] = orphan_grants(run);
+  j["warnings"] = run_warnings(run);
   j["trace_hash"] = fmt::format("{:016x}", run.trace_hash);
   j["events"] = run.events;
   j["messages"] = run.messages;
@@ -128,6 +129,9 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   }
   j["clients"] = clients;
   ordered_json grants = ordered_json::array();
+  std::vector<const UnbackedGrant*> unbacked(run.history.grants.size(), nullptr);
+  for (const UnbackedGrant& u : run.check.unbacked)
+    if (u.grant < unbacked.size()) unbacked[u.grant] = &u;
   for (const GrantRecord& g : run.history.grants) {
     ordered_json jg;
     jg["client"] = g.client;
@@ -141,6 +145,10 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     jg["backed"] = has && run.check.backed[g.id];
     jg["backing_records"] = has ? run.check.backing_records[g.id] : 0;
     jg["ordered_at_ns"] = has ? run.check.service_grant_time[g.id].count() : g.granted.count();
+    jg["unbacked"] = ordered_json(nullptr);
+    if (const UnbackedGrant* u = g.id < unbacked.size() ? unbacked[g.id] : nullptr)
+      jg["unbacked"] = {
+          {"why", std::string(to_string(u->why))}, {"records", u->records}, {"detail", u->detail}};
     grants.push_back(jg);
   }
   j["grants"] = grants;

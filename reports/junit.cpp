@@ -115,7 +115,12 @@ std::string junit_report(const std::vector<JUnitCase>& cases) {
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"locksim\" {} time=\"{}\">\n", counts, seconds(total));
   out += fmt::format("  <testsuite name=\"locksim\" {} skipped=\"0\" time=\"{}\">\n", counts, seconds(total));
-  for (const auto& c : cases) {
+  for (const auto& c_in : cases) {
+    JUnitCase c = c_in;
+    for (const std::string& w : c.warnings) {  // a line each, after the story: in every outcome
+      std::string& text = outcome(c) == Outcome::pass ? c.message : c.details;
+      text += (text.empty() || text.ends_with('\n') ? "" : "\n") + std::string("warning: ") + w;
+    }
     out += fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xml_escape(c.scenario),
                        xml_escape(c.protocol));
     if (!c.file.empty()) out += fmt::format(" file=\"{}\"", xml_escape(c.file));

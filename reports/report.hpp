@@ -20,6 +20,11 @@ std::string story(const RunOutput& run);
 std::string anomaly_story(const RunOutput& run, const Violation& v);
 /// "1 lost-update, 2 stale-write-accepted": the anomalies by kind (empty when none).
 std::string anomaly_summary(const CheckResult& c);
+/// What a reader must know before trusting the verdict, one sentence each (empty: nothing): grants no
+/// service record backs (CheckResult::unbacked), for which safety cannot be judged from service records.
+/// Every report shows them: a `warning:` line in text, `warnings` in JSON, lines in JUnit details, the HTML
+/// banner.
+std::vector<std::string> run_warnings(const RunOutput& run);
 /// Full text report: header, timeline of the events that matter, the story, verdict and figures.
 std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle style = {});
 /// The terminal timeline: one lane per process over true time (clients, lock servers, store), a time axis
@@ -76,6 +81,8 @@ struct JUnitCase {
   std::optional<bool> met;
   std::string details;  ///< the failure's or error's text: the story of what happened, the replay command
   std::string file;     ///< the scenario's file (a catalog scenario: its path in the repository)
+  /// run_warnings() of the run: a `warning:` line each, after the details (or as the case's output).
+  std::vector<std::string> warnings;
 };
 
 /// JUnit XML for CI systems (the dialect Jenkins' and GitLab's parsers read): <testsuites> holding one

@@ -108,19 +108,7 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
     out += fmt::format("lost updates: {} of {} acknowledged read-modify-writes ({:.1f}%)\n", c.lost.lost,
                        c.lost.acknowledged, c.lost.percent);
   if (c.slack) out += fmt::format("slack (smallest margin): {}\n", format_seconds(*c.slack, 3) + " s");
-  if (c.unbacked_grants > 0) {
-    std::vector<std::string> which;
-    for (std::size_t g = 0; g < c.backed.size(); ++g)
-      if (!c.backed[g])
-        which.push_back(fmt::format("{} at {} s", run.history.grants[g].client,
-                                    format_seconds(run.history.grants[g].granted, 3)));
-    out += fmt::format(
-        "unbacked grants: {} ({}): no {} of the service's records back them; their epochs follow "
-        "when the client heard\n",
-        c.unbacked_grants, fmt::join(which, ", "),
-        run.history.service_quorum > 1 ? fmt::format("quorum of {}", run.history.service_quorum)
-                                       : std::string("one"));
-  }
+  for (const std::string& w : run_warnings(run)) out += paint(col, "1;33", "warning:") + " " + w + "\n";
   for (const std::string& o : orphan_grants(run)) out += "granted to nobody: " + o + "\n";
   if (c.undeclared_records > 0)
     out += fmt::format("service records from undeclared processes: {} (ignored)\n", c.undeclared_records);

@@ -94,12 +94,6 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 /// The candidate closest to `word` if it is close enough to be a plausible typo, else empty.
 std::string nearest_name(std::string_view word, const std::vector<std::string>& candidates);
 
-/// Whether `name` is a lock-service process name (redisN, replicaN, sentinelN, raftN). A world only spawns
-/// the service processes of the protocol it runs; the world builder skips faults, clocks and links naming the
-/// others, so one file can describe Redlock's nodes A–E and still run against single-node redis or a Raft
-/// lease.
-bool is_service_process_name(std::string_view name);
-
 /// Every protocol name a scenario may use: kKnownProtocolNames plus the registry's (sorted, unique).
 std::vector<std::string> valid_protocol_names();
 

@@ -29,12 +29,20 @@ std::vector<std::string> world_process_names(const Scenario& sc, const std::stri
     throw InputError(sc.file, 0, "protocol", fmt::format("unknown protocol '{}'", protocol_name));
   }
   std::unique_ptr<Protocol> protocol = reg.make(protocol_name);
+  const ProtocolConfig& cfg = sc.config_for(protocol_name);
+  if (const ServiceDecl decl = protocol->declare(cfg); !decl.empty()) {
+    std::vector<std::string> out = decl.names();
+    out.push_back(sc.resource_name);
+    for (const ClientSpec& c : sc.clients) out.push_back(c.name);
+    return out;
+  }
+  // A protocol that declares nothing (deprecated): build its world and ask it.
   WorldOptions wo;
   wo.seed = sc.seed;
   wo.keep_trace = false;
   World world(wo);
   History history;
-  protocol->build(world, sc.config_for(protocol_name), history);
+  build_service(*protocol, world, cfg, history);
   spawn_resource(world, sc.resource_name, ResourceOptions{}, history);
   for (const ClientSpec& c : sc.clients) world.spawn(c.name, [](Context&) {});
   std::vector<std::string> out;

@@ -44,8 +44,9 @@ struct NemesisTargets {
 };
 
 /// The names of every process a world for `scenario` × `protocol` has, in spawn order (servers, resource,
-/// clients). Builds the world (the protocol's service, the resource, the clients) without running it, so the
-/// answer is the world's own, not a naming convention. Throws InputError for an unknown protocol.
+/// clients): the service as the protocol declares it for the scenario's config (Protocol::declare; the runner
+/// checks that build() spawns exactly that), never a naming convention. A protocol that declares nothing
+/// has its world built, not run, and the answer read from it. Throws InputError for an unknown protocol.
 std::vector<std::string> world_process_names(const Scenario& scenario, const std::string& protocol);
 
 /// The targets of `scenario` × `protocol` (see world_process_names).

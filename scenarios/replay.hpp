@@ -25,7 +25,7 @@ struct ReplayInfo {
 /// A scenario as TOML text the loader reads back to an equal Scenario (every field it knows, durations exact
 /// to the nanosecond, probabilities exact in ppm). With `replay`, the file also gets the `[replay]` table and
 /// its expectations say `replay->protocol = verdict`. Process names must be ones the loader accepts (clients,
-/// the resource, redisN / replicaN / raftN).
+/// the resource, the service processes a registered protocol declares: scenarios/services.hpp).
 std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay = nullptr);
 
 /// A replay file split in two: the scenario and the replay table.

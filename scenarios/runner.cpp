@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "scenarios/loader.hpp"
+#include "scenarios/services.hpp"
 #include "scenarios/workload.hpp"
 
 namespace locksim {
@@ -114,15 +115,29 @@ namespace {
 /// skipped.
 struct AbsentServiceProcess {};
 
-ProcId resolve(const World& w, const Scenario& sc, const std::string& name, std::uint32_t line,
-               const std::string& field) {
+/// The scenario's declared service names, computed the first time a name is not in the world.
+class LazyServices {
+ public:
+  explicit LazyServices(const Scenario& sc) : sc_(&sc) {}
+  bool has(const std::string& name) {
+    if (!services_) services_ = declared_services(*sc_);
+    return services_->has(name);
+  }
+
+ private:
+  const Scenario* sc_;
+  std::optional<DeclaredServices> services_;
+};
+
+ProcId resolve(const World& w, const Scenario& sc, LazyServices& declared, const std::string& name,
+               std::uint32_t line, const std::string& field) {
   if (name.empty() || name == "*") return {};
   ProcId p = w.find(name);
   if (p.valid()) return p;
   // One file serves every protocol: Kleppmann's nodes A–E are redis1..redis5 for redlock and do not exist for
-  // a lease run. A fault, clock or link naming such a service process does not apply to this protocol's
-  // world.
-  if (is_service_process_name(name)) throw AbsentServiceProcess{};
+  // a lease run. A fault, clock or link naming a service process another protocol declares does not apply
+  // to this protocol's world.
+  if (declared.has(name)) throw AbsentServiceProcess{};
   throw InputError(sc.file, line, field, fmt::format("no process named '{}' in this world", name));
 }
 
@@ -142,6 +157,9 @@ struct RoleWorld {
   const World* world = nullptr;
   const History* history = nullptr;
   std::vector<ProcId> servers;  ///< the protocol's service processes, in spawn order
+  /// By index in `servers`: declared leader-capable (every one, for a protocol that declares nothing). Only
+  /// their role records make a leader.
+  std::vector<std::uint8_t> leader_capable;
   std::vector<ProcId> clients;
 
   /// The leader now (ServiceRole records; see FaultRole::leader), or nothing with `why`.
@@ -151,7 +169,9 @@ struct RoleWorld {
     for (std::size_t i = 0; i < roles.size(); ++i) {
       const ProcId p = world->find(roles[i].node);
       auto it = std::find(servers.begin(), servers.end(), p);
-      if (it != servers.end()) latest[static_cast<std::size_t>(it - servers.begin())] = i;
+      if (it == servers.end()) continue;
+      const auto m = static_cast<std::size_t>(it - servers.begin());
+      if (leader_capable[m]) latest[m] = i;
     }
     std::optional<std::size_t> best;
     bool any = false;
@@ -344,7 +364,8 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   World world(wo);
 
   History& history = out.history;
-  ServiceInfo service = protocol->build(world, cfg, history);
+  LazyServices declared(sc);
+  ServiceInfo service = build_service(*protocol, world, cfg, history);
   ProcId resource = spawn_resource(world, sc.resource_name,
                                    ResourceOptions{out.resource_mode, sc.resource_variant}, history);
 
@@ -374,7 +395,7 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   }
   for (const ClockSpec& c : sc.clocks) {
     try {
-      ProcId p = resolve(world, sc, c.node, 0, "clock.node");
+      ProcId p = resolve(world, sc, declared, c.node, 0, "clock.node");
       world.clock(p) = NodeClock(c.clock);
     } catch (const AbsentServiceProcess&) {
     }
@@ -382,8 +403,8 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   for (const LinkSpec& l : sc.links) {
     ProcId from, to;
     try {
-      from = resolve(world, sc, l.from, 0, "network.link.from");
-      to = resolve(world, sc, l.to, 0, "network.link.to");
+      from = resolve(world, sc, declared, l.from, 0, "network.link.from");
+      to = resolve(world, sc, declared, l.to, 0, "network.link.to");
     } catch (const AbsentServiceProcess&) {
       continue;
     }
@@ -402,6 +423,10 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   roles->world = &world;
   roles->history = &history;
   roles->servers = service.servers;
+  for (ProcId p : service.servers) {
+    const ServiceProcess* d = history.service.find(world.name(p));
+    roles->leader_capable.push_back(history.service.empty() || (d && d->is(ProcessRole::leader_capable)));
+  }
   for (const ClientSpec& c : sc.clients) roles->clients.push_back(world.find(c.name));
   for (const FaultSpec& fs : sc.faults) {
     if (auto problem = fault_role_problem(fs)) throw InputError(sc.file, fs.line, "fault", *problem);
@@ -415,14 +440,14 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
               fmt::format("'{}' is both a role and the name of a process: rename the process", n));
         return {ProcId{}, r};
       }
-      return {resolve(world, sc, n, fs.line, field), std::nullopt};
+      return {resolve(world, sc, declared, n, fs.line, field), std::nullopt};
     };
     RoleTargets rt;
     rt.rw = roles;
     try {
-      f.peer = resolve(world, sc, fs.peer, fs.line, "fault.peer");
+      f.peer = resolve(world, sc, declared, fs.peer, fs.line, "fault.peer");
       if (f.when.kind != Trigger::Kind::at)
-        f.when.proc = resolve(world, sc, fs.trigger_proc, fs.line, "fault.after.process");
+        f.when.proc = resolve(world, sc, declared, fs.trigger_proc, fs.line, "fault.after.process");
       // The first target decides whether the fault applies to this world (a fault on redis4 does not apply
       // to a lease run); further ones and the sides only drop what this world lacks.
       if (!fs.target.empty()) rt.targets.push_back(entry(fs.target, "fault.target"));
@@ -473,7 +498,6 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   }
 
   history.tokens_fence = protocol->fenced();
-  for (ProcId p : service.servers) history.service_nodes.push_back(world.name(p));
   out.run = world.run();
   history.summarize();
   out.check = check(history);

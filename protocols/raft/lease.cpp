@@ -199,8 +199,20 @@ class LeaseProtocol final : public Protocol {
          "a grant's token is the leader's own volatile counter, not the replicated revision"}};
   }
 
+  /// raft1..raftN, every member able to lead; a grant is recorded once it is committed, so one record backs
+  /// it.
+  ServiceDecl declare(const ProtocolConfig& cfg) const override {
+    const RaftOptions o = raft_options(cfg);
+    ServiceDecl d;
+    for (std::uint32_t i = 1; i <= o.nodes; ++i)
+      d.processes.push_back(
+          {fmt::format("{}{}", o.prefix, i), {ProcessRole::server, ProcessRole::leader_capable}});
+    d.quorum = 1;  // only committed decisions are recorded, once each
+    d.names_hint = "[protocol] nodes sets the count";
+    return d;
+  }
+
   ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) override {
-    history.service_quorum = 1;  // only committed decisions are recorded, once each
     auto recorded =
         std::make_shared<std::set<std::tuple<std::string, std::string, std::uint64_t, std::uint64_t>>>();
     auto obs = std::make_shared<Observer>();
@@ -213,18 +225,17 @@ class LeaseProtocol final : public Protocol {
     obs->on_holder = [w, h, recorded](const std::string& node, const std::string& lock, std::uint64_t lease,
                                       std::uint64_t rev) {
       if (!recorded->insert({node, lock, lease, rev}).second) return;
-      h->service_set(w->now(), node, lock, std::to_string(lease));
+      h->recorder(*w, node).grant(lock, std::to_string(lease));
     };
     // Roles, for faults aimed at the leader: each member records its own.
-    using Role = ServiceRole::Role;
     obs->on_start = [w, h](const std::string& node, std::uint64_t term) {
-      h->service_role(w->now(), node, Role::follower, term);
+      h->recorder(*w, node).follower(term);
     };
     obs->on_leader = [w, h](const std::string& node, std::uint64_t term) {
-      h->service_role(w->now(), node, Role::leader, term);
+      h->recorder(*w, node).leader(term);
     };
     obs->on_step_down = [w, h](const std::string& node, std::uint64_t term) {
-      h->service_role(w->now(), node, Role::follower, term);
+      h->recorder(*w, node).follower(term);
     };
     ServiceInfo info;
     info.servers = spawn_raft_group(world, raft_options(cfg), obs);

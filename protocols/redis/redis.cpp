@@ -266,8 +266,21 @@ class RedisProtocol final : public Protocol {
   /// `redis+incr` always sends its INCR token; `redis` does when built with cfg.incr_token.
   bool fenced() const override { return force_incr_ || built_incr_; }
 
+  /// redis1 (the configured master); with a replica, replica1 and the sentinel that fails over to it.
+  ServiceDecl declare(const ProtocolConfig& cfg) const override {
+    using R = ProcessRole;
+    ServiceDecl d;
+    d.processes.push_back({"redis1", {R::server, R::primary, R::leader_capable}});
+    if (cfg.replica) {
+      d.processes.push_back({"replica1", {R::server, R::replica, R::leader_capable}});
+      d.processes.push_back({"sentinel1", {R::sentinel}});
+    }
+    d.quorum = 1;
+    d.names_hint = "replica1 and sentinel1 need replica = true";
+    return d;
+  }
+
   ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) override {
-    history.service_quorum = 1;
     built_incr_ = cfg.incr_token;
     ServiceInfo info;
     NodeOptions master{.name = "redis1",
@@ -324,6 +337,8 @@ class RedisProtocol final : public Protocol {
 };
 
 class RedlockProtocol final : public Protocol {
+  static std::uint32_t node_count(const ProtocolConfig& cfg) { return cfg.nodes ? cfg.nodes : 5; }
+
  public:
   std::string name() const override { return "redlock"; }
   std::vector<Variant> variants() const override {
@@ -335,9 +350,19 @@ class RedlockProtocol final : public Protocol {
     return "Redlock: N independent Redis masters (default 5), majority, validity = ttl - elapsed - drift";
   }
 
+  /// redis1..redisN, independent masters; a grant needs a majority of them.
+  ServiceDecl declare(const ProtocolConfig& cfg) const override {
+    const std::uint32_t n = node_count(cfg);
+    ServiceDecl d;
+    for (std::uint32_t i = 1; i <= n; ++i)
+      d.processes.push_back({fmt::format("redis{}", i), {ProcessRole::server}});
+    d.quorum = majority(n);
+    d.names_hint = "[protocol] nodes sets the count";
+    return d;
+  }
+
   ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) override {
-    const std::uint32_t n = cfg.nodes ? cfg.nodes : 5;
-    history.service_quorum = majority(n);
+    const std::uint32_t n = node_count(cfg);
     ServiceInfo info;
     for (std::uint32_t i = 1; i <= n; ++i) {
       NodeOptions o{.name = fmt::format("redis{}", i),

@@ -133,8 +133,11 @@ class Node {
   /// in, 1 for a change the sentinel made (ServiceRole::term).
   void record_role(std::uint64_t term) {
     if (!opts_.record_role) return;
-    history_.service_role(world_.now(), ctx_.name(),
-                          master_ ? ServiceRole::Role::leader : ServiceRole::Role::follower, term);
+    const ServiceRecorder r = history_.recorder(world_, ctx_.name());
+    if (master_)
+      r.leader(term);
+    else
+      r.follower(term);
   }
 
   std::string new_replid() { return fmt::format("{}-{}-{}", ctx_.name(), ctx_.incarnation(), ++replids_); }
@@ -314,7 +317,7 @@ class Node {
     persist(r.key, r.entry);
     if (r.entry) {
       data_[r.key] = *r.entry;
-      if (r.lock_set) history_.service_set(world_.now(), ctx_.name(), r.key, r.entry->value);
+      if (r.lock_set) history_.recorder(world_, ctx_.name()).grant(r.key, r.entry->value);
     } else {
       data_.erase(r.key);
     }
@@ -418,7 +421,7 @@ class Node {
       case Op::set_nx:
         if (live(c.key) == nullptr) {
           write(c.key, Entry{c.value, ctx_.wall() + c.ttl}, true);
-          history_.service_set(world_.now(), ctx_.name(), c.key, c.value);
+          history_.recorder(world_, ctx_.name()).grant(c.key, c.value);
           rep.ok = true;
           if (!c.fence_counter.empty()) rep.integer = incr(c.fence_counter);
         }

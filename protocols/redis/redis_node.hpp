@@ -80,13 +80,14 @@ struct NodeOptions {
   std::int64_t counter_start = 0;
   ReplicationOptions replication;  ///< backlog size, ack and ping periods, repl-timeout
   ReplicationObserver observer;    ///< sees every replication change (tests); empty: none
-  /// Record this node's role in the history (History::service_role) when it starts, is promoted or is
-  /// demoted: a master/replica pair, and a single master, whose master faults may aim at. Redlock's
+  /// Record this node's role in the history (ServiceRecorder::leader / follower) when it starts, is promoted
+  /// or is demoted: a master/replica pair, and a single master, whose master faults may aim at. Redlock's
   /// independent masters record none: none of them is *the* master.
   bool record_role = false;
 };
 
-/// Spawn a node as a daemon process. Successful lock SETs are recorded with history.service_set (write only).
+/// Spawn a node as a daemon process. Successful lock SETs are recorded through History::recorder (write
+/// only).
 ProcId spawn_node(World& world, const NodeOptions& opts, History& history);
 
 struct SentinelOptions {

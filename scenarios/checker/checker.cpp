@@ -198,6 +198,7 @@ CheckResult check(const History& history) {
   }
   CheckResult r;
   assign_epochs(history, r);
+  checker_detail::explain_unbacked(history, r);
   check_tokens(history, r);
   checker_detail::check_resource(history, r);
   check_beliefs(history, r);

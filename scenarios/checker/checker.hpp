@@ -25,6 +25,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocols/history.hpp"
@@ -121,6 +122,23 @@ struct NearMiss {
   std::uint64_t newer = 0;  ///< grant id (lease) or write id (write) of the higher epoch
 };
 
+/// A grant no quorum of declared service records backs, and why, read from the history alone. Safety cannot
+/// be judged from service records for it: its epoch follows when its client heard.
+struct UnbackedGrant {
+  enum class Why : std::uint8_t {
+    no_record,           ///< no declared process recorded anything on the lock key in the grant's window
+    value_mismatch,      ///< declared processes recorded the lock key in the window, with another value
+    quorum_not_met,      ///< declared processes recorded the value, fewer of them than the quorum
+    undeclared_process,  ///< only processes outside the declared service recorded the value
+  };
+  std::uint64_t grant = 0;  ///< GrantRecord::id
+  Why why = Why::no_record;
+  std::uint32_t records = 0;  ///< distinct declared processes that recorded the value in the window
+  std::string detail;         ///< for people: the other value and who recorded it, or the undeclared process
+};
+/// "no-record", "value-mismatch", "quorum-not-met", "undeclared-process".
+std::string_view to_string(UnbackedGrant::Why w);
+
 /// Everything the checker concludes from one history.
 struct CheckResult {
   /// The verdict: true iff `violations` is empty.
@@ -142,6 +160,8 @@ struct CheckResult {
   std::uint32_t unbacked_grants = 0;
   /// Service records from processes the protocol did not declare as its service: they back nothing.
   std::uint32_t undeclared_records = 0;
+  /// Every unbacked grant with the reason, by grant id (as many as unbacked_grants).
+  std::vector<UnbackedGrant> unbacked;
 
   /// The time each grant was ordered by (its service grant time, or `granted` when unbacked), by grant id.
   std::vector<Time> service_grant_time;
@@ -186,6 +206,8 @@ struct CheckResult {
 CheckResult check(const History& history);
 
 namespace checker_detail {
+/// Fills CheckResult::unbacked from the backing assign_epochs computed.
+void explain_unbacked(const History& h, CheckResult& r);
 /// The resource-log anomalies (stale-write-accepted, lost-update, fresh-write-rejected), lost updates and
 /// write slack; `r` already holds epochs.
 void check_resource(const History& h, CheckResult& r);

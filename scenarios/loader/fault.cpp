@@ -289,7 +289,7 @@ void Loader::target_name(const std::string& name, std::uint32_t line, const std:
     return;
   }
   if (allow_any && name == "*") return;
-  if (!process_set_.count(name) && !is_service_process_name(name)) {
+  if (!process_set_.count(name) && !services_.in_family(name)) {
     // A misspelled role reads better as a role than as the nearest process.
     const std::string near = nearest_name(name, fault_role_names());
     if (!near.empty() && nearest_name(name, processes_).empty())

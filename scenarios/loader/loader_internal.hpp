@@ -16,6 +16,7 @@
 
 #include "scenarios/loader.hpp"
 #include "scenarios/loader/schema.hpp"
+#include "scenarios/services.hpp"
 
 namespace locksim::loading {
 
@@ -324,7 +325,7 @@ class Loader {
   std::vector<std::string> processes_;  ///< every valid process name, in a stable order
   std::set<std::string> process_set_;
   std::vector<std::string> service_summary_;  ///< every process, "redis1..redis5" style, for messages
-  std::string services_;                      ///< the lock-service processes only, for messages
+  DeclaredServices services_;                 ///< what the protocols the file may run declare
   std::vector<std::string> protocol_names_;
   Duration max_time_{60s};
 };

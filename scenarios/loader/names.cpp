@@ -1,5 +1,5 @@
-// Names and durations as a person writes them: duration syntax, edit distance for did-you-mean, the service
-// process names, the protocol names a file may use.
+// Names and durations as a person writes them: duration syntax, edit distance for did-you-mean, the protocol
+// names a file may use (the service process names are the protocols' declarations: scenarios/services.hpp).
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -141,16 +141,6 @@ std::optional<Duration> parse_duration(std::string_view s, bool allow_negative, 
   }
   if (neg && total != 0 && !allow_negative) return fail(fmt::format("{} must not be negative", quoted()));
   return Duration{static_cast<std::int64_t>(neg ? -total : total)};
-}
-
-bool is_service_process_name(std::string_view name) {
-  for (std::string_view prefix : {"redis", "replica", "sentinel", "raft"}) {
-    if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) continue;
-    const std::string_view digits = name.substr(prefix.size());
-    if (digits[0] == '0') return false;
-    return std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-  }
-  return false;
 }
 
 std::vector<std::string> valid_protocol_names() {

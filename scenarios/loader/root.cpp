@@ -53,7 +53,8 @@ constexpr FieldDoc kLimitsFields[] = {
      "recorded"},
 };
 constexpr FieldDoc kNodeFields[] = {
-    {"name", "service process name", "required", "the node: redis1..redisN, replica1, raft1..raftN"},
+    {"name", "service process name", "required",
+     "the node: a process a protocol declares (redis1..redisN, replica1, raft1..raftN, a user protocol's)"},
     {"aof", "bool", "[protocol] aof", "this node's persistence on (append-only file)"},
     {"fsync", "\"never\" | \"periodic\" | \"always\"", "[protocol] fsync",
      "this node's appendfsync (Redis) or WAL fsync (Raft members); needs aof = true for Redis"},
@@ -81,12 +82,11 @@ void Loader::check_process(const std::string& name, std::uint32_t line, const st
                            bool allow_any) const {
   if (allow_any && name == "*") return;
   if (process_set_.count(name)) return;
-  if (is_service_process_name(name)) {
+  if (services_.in_family(name)) {
+    const std::string hints = services_.hints();
     fail(line, field,
-         fmt::format(
-             "unknown process '{}': this file's lock services have {} ([protocol] nodes sets the count; "
-             "replica1 and sentinel1 need replica = true)",
-             name, services_));
+         fmt::format("unknown process '{}': this file's lock services have {}{}", name, services_.summary(),
+                     hints.empty() ? "" : fmt::format(" ({})", hints)));
   }
   const std::string near = nearest_name(name, processes_);
   if (!near.empty()) fail(line, field, fmt::format("unknown process '{}' (did you mean '{}'?)", name, near));
@@ -162,26 +162,14 @@ Scenario Loader::load(const toml::table& root_table) {
     }
   }
 
-  // Service process names: the union over every protocol the file may run (redis 1 node, redlock 5, raft 3
-  // unless `nodes` says otherwise). A world only has some of them; the builder ignores names its protocol
-  // lacks.
-  std::uint32_t redis_n = s.config.nodes ? s.config.nodes : 5;
-  std::uint32_t raft_n = s.config.nodes ? s.config.nodes : 3;
-  bool replica = s.config.replica;
-  for (const auto& [name, c] : s.per_protocol) {
-    if (name == "redis" || name == "redis+incr") redis_n = std::max(redis_n, c.nodes ? c.nodes : 1u);
-    if (name == "redlock") redis_n = std::max(redis_n, c.nodes ? c.nodes : 5u);
-    if (name == "lease" || name == "lease+fence") raft_n = std::max(raft_n, c.nodes ? c.nodes : 3u);
-    replica = replica || c.replica;
-  }
+  // Service process names: the union of what every protocol the file may run declares for its config
+  // (scenarios/services.hpp). A world only has some of them; the builder ignores names its protocol lacks.
+  services_ = declared_services(s);
   auto add = [&](const std::string& n) {
     if (process_set_.insert(n).second) processes_.push_back(n);
   };
   add(s.resource_name);
-  for (std::uint32_t i = 1; i <= redis_n; ++i) add(fmt::format("redis{}", i));
-  if (replica) add("replica1");
-  if (replica) add("sentinel1");
-  for (std::uint32_t i = 1; i <= raft_n; ++i) add(fmt::format("raft{}", i));
+  for (const std::string& n : services_.names) add(n);
 
   clients(root, s);
   if (s.clients.empty()) fail(1, "client", "a scenario needs at least one [[client]] (name = \"client1\")");
@@ -192,11 +180,8 @@ Scenario Loader::load(const toml::table& root_table) {
   } else {
     service_summary_.push_back(fmt::format("{}..{}", s.clients.front().name, s.clients.back().name));
   }
-  services_ =
-      fmt::format("{}{}, raft1..raft{}", redis_n == 1 ? "redis1" : fmt::format("redis1..redis{}", redis_n),
-                  replica ? ", replica1, sentinel1" : "", raft_n);
   service_summary_.push_back(s.resource_name);
-  service_summary_.push_back(services_);
+  if (!services_.names.empty()) service_summary_.push_back(services_.summary());
 
   network(root, s);
   clocks(root, s);
@@ -231,12 +216,12 @@ void Loader::clocks(const Tab& root, Scenario& s) const {
     const std::string name = *str(n, "name");
     const std::uint32_t l = line_of(*n.get("name"));
     check_process(name, l, n.field("name"), false);
-    if (!is_service_process_name(name)) {
+    if (!services_.has(name)) {
       fail(l, n.field("name"),
            fmt::format(
                "'{}' is not a lock-service node: [[node]] sets a service node's persistence (clients and "
-               "the store take their clock from [[clock]])",
-               name));
+               "the store take their clock from [[clock]]); the declared service processes are {}",
+               name, services_.summary()));
     }
     if (auto it = nodes.find(name); it != nodes.end())
       fail(l, n.field("name"), fmt::format("'{}' already has a [[node]] table at line {}", name, it->second));

@@ -9,6 +9,7 @@
 
 #include "scenarios/loader.hpp"
 #include "scenarios/loader/schema.hpp"
+#include "scenarios/services.hpp"
 
 namespace locksim {
 namespace {
@@ -144,16 +145,21 @@ TEST(Names, NearestNameFindsTyposOnly) {
   EXPECT_EQ(edit_distance("", "abc"), 3u);
 }
 
-TEST(Names, ServiceProcessNames) {
-  EXPECT_TRUE(is_service_process_name("redis1"));
-  EXPECT_TRUE(is_service_process_name("redis12"));
-  EXPECT_TRUE(is_service_process_name("raft3"));
-  EXPECT_TRUE(is_service_process_name("replica1"));
-  EXPECT_FALSE(is_service_process_name("redis"));
-  EXPECT_FALSE(is_service_process_name("redis0"));
-  EXPECT_FALSE(is_service_process_name("client1"));
-  EXPECT_FALSE(is_service_process_name("store"));
-  EXPECT_FALSE(is_service_process_name("raft1x"));
+TEST(Names, ServiceProcessNamesAreTheBuiltInsDeclarations) {
+  Scenario sc;
+  const DeclaredServices d = declared_services(sc);
+  for (const char* n : {"redis1", "redis5", "raft1", "raft3"}) EXPECT_TRUE(d.has(n)) << n;
+  for (const char* n : {"redis", "redis0", "redis6", "raft4", "replica1", "client1", "store", "raft1x"})
+    EXPECT_FALSE(d.has(n)) << n;
+  EXPECT_TRUE(d.in_family("redis12"));
+  EXPECT_FALSE(d.in_family("redis"));
+  EXPECT_FALSE(d.in_family("redis0"));
+  EXPECT_EQ(d.summary(), "raft1..raft3, redis1..redis5");
+  sc.config.replica = true;
+  sc.config.nodes = 7;
+  const DeclaredServices r = declared_services(sc);
+  for (const char* n : {"replica1", "sentinel1", "redis7", "raft7"}) EXPECT_TRUE(r.has(n)) << n;
+  EXPECT_EQ(r.protocols_of("replica1"), (std::vector<std::string>{"redis", "redis+incr"}));
 }
 
 TEST(Names, FixedProtocolNamesAreAlwaysValid) {

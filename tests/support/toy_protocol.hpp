@@ -60,12 +60,14 @@ class ToyProtocol : public Protocol {
   std::string name() const override { return fenced_ ? "toylock+fence" : "toylock"; }
   std::string summary() const override { return "test protocol"; }
   bool fenced() const override { return fenced_; }
+  ServiceDecl declare(const ProtocolConfig&) const override {
+    return ServiceDecl{.processes = {{server_, {ProcessRole::server}}}, .quorum = 1};
+  }
   ServiceInfo build(World& world, const ProtocolConfig&, History& history) override {
-    History* h = &history;
-    World* w = &world;
+    const ServiceRecorder recorder = history.recorder(world, server_);
     ProcId s = world.spawn(
         server_,
-        [h, w](Context& ctx) {
+        [recorder](Context& ctx) {
           std::map<std::string, std::pair<std::string, Time>> held;
           std::uint64_t counter = 33;
           for (;;) {
@@ -79,7 +81,7 @@ class ToyProtocol : public Protocol {
               ctx.reply(*m, Message::of("OK", ToyRep{true, 0}));
             } else if (free) {
               held[rq->key] = {rq->value, ctx.now() + rq->ttl};
-              h->service_set(w->now(), ctx.name(), rq->key, rq->value);
+              recorder.grant(rq->key, rq->value);
               ctx.reply(*m, Message::of("OK", ToyRep{true, counter++}));
             } else {
               ctx.reply(*m, Message::of("NO", ToyRep{false, 0}));
@@ -99,7 +101,7 @@ class ToyProtocol : public Protocol {
 };
 
 /// Registers "toylock" and "toylock+fence" (idempotent: re-adding replaces the entry) with its server named
-/// `server` (replay files need a name the scenario loader knows, e.g. "redis1").
+/// `server` (declared, so scenario and replay files may name it).
 inline void register_toy(const std::string& server = "toy1") {
   auto& reg = ProtocolRegistry::instance();
   reg.add("toylock", "test", [server] { return std::make_unique<ToyProtocol>(false, server); });

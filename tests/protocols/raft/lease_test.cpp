@@ -87,7 +87,7 @@ TEST(LeaseProtocol, ClientsTakeTurnsAndTheServiceRecordsEachHolderOnce) {
       ProtocolRegistry::instance().has("lease") ? ProtocolRegistry::instance().make("lease") : nullptr;
   register_lease_protocols(ProtocolRegistry::instance());
   proto = ProtocolRegistry::instance().make("lease");
-  ServiceInfo info = proto->build(w, cfg, h);
+  ServiceInfo info = build_service(*proto, w, cfg, h);
   EXPECT_EQ(info.servers.size(), 3u);
   EXPECT_EQ(h.service_quorum, 1u);
   auto gs = contend(w, *proto, cfg, 3, 3, 500ms);
@@ -121,7 +121,7 @@ PauseOutcome gc_pause(const std::string& protocol) {
   ProtocolConfig cfg;
   cfg.ttl = 1s;
   auto proto = ProtocolRegistry::instance().make(protocol);
-  proto->build(w, cfg, h);
+  build_service(*proto, w, cfg, h);
   ProcId store = spawn_resource(
       w, "store", ResourceOptions{proto->fenced() ? ResourceMode::fenced : ResourceMode::unfenced, {}}, h);
   PauseOutcome out;
@@ -184,7 +184,7 @@ TEST(LeaseProtocol, WallClockJumpsOnMembersChangeNothing) {
     ProtocolConfig cfg;
     cfg.ttl = 1s;
     auto proto = ProtocolRegistry::instance().make("lease+fence");
-    ServiceInfo info = proto->build(w, cfg, h);
+    ServiceInfo info = build_service(*proto, w, cfg, h);
     if (jumps) {
       for (std::size_t i = 0; i < info.servers.size(); ++i) {
         Fault f;
@@ -217,7 +217,7 @@ TEST(LeaseProtocol, LeaderCrashDuringWorkloadKeepsTokensIncreasing) {
   ProtocolConfig cfg;
   cfg.ttl = 1s;
   auto proto = ProtocolRegistry::instance().make("lease+fence");
-  proto->build(w, cfg, h);
+  build_service(*proto, w, cfg, h);
   std::vector<std::string> leaders;
   w.on_note([&](ProcId p, std::string_view label, std::string_view) {
     if (label == "raft-leader") leaders.push_back(w.name(p));

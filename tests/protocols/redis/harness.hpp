@@ -28,7 +28,7 @@ struct Harness {
     ProtocolRegistry registry;
     register_redis_protocols(registry);
     proto = registry.make(protocol);
-    info = proto->build(world, cfg, history);
+    info = build_service(*proto, world, cfg, history);
   }
 
   /// A client process running `body` with its own LockClient.
