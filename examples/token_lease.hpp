@@ -9,8 +9,9 @@
 //  the
 //    grant is answered, so a restart (with or without power loss) goes on from where it was.
 //
-// The server records each grant it makes in the history (`service_set`): the checker orders grants by those
-// records, never by what a client says.
+// The protocol declares its service before the run (one server, "lockd1"), so scenario files, the nemesis and
+// replay files can aim faults at it by name. The server records each grant it makes through a recorder bound to
+// that process: the checker orders grants by those records, never by what a client says.
 #include <charconv>
 #include <map>
 #include <memory>
@@ -26,9 +27,8 @@ namespace example {
 
 using namespace locksim;  // an example's brevity; a library header would not
 
-/// The server's process name. Today's scenario loader knows service processes by the built-in protocols'
-/// names (redisN, replicaN, raftN), so a replay file naming this server must use one of them.
-inline constexpr const char* kLeaseServer = "redis1";
+/// The server's process name, as the protocol declares it.
+inline constexpr const char* kLeaseServer = "lockd1";
 
 struct LeaseRequest {
   enum class Op : std::uint8_t { acquire, release } op = Op::acquire;
@@ -79,13 +79,20 @@ class TokenLease : public Protocol {
   }
   bool fenced() const override { return true; }
 
+  /// One lease server. Its records back a grant on their own (quorum 1).
+  ServiceDecl declare(const ProtocolConfig&) const override {
+    ServiceDecl d;
+    d.processes = {ServiceProcess{.name = kLeaseServer, .roles = {ProcessRole::server}}};
+    d.quorum = 1;
+    return d;
+  }
+
   ServiceInfo build(World& world, const ProtocolConfig&, History& history) override {
     const bool durable = durable_;
-    History* h = &history;
-    World* w = &world;
-    const ProcId server = world.spawn(
+    const ServiceRecorder record = history.recorder(world, kLeaseServer);
+    world.spawn(
         kLeaseServer,
-        [durable, h, w](Context& ctx) {
+        [durable, record](Context& ctx) {
           std::uint64_t next_token = 1;
           if (durable) {
             if (auto saved = ctx.storage().get("next_token"))
@@ -108,7 +115,7 @@ class TokenLease : public Protocol {
                 ctx.storage().fsync();
               }
               leases[rq->key] = {rq->holder, ctx.now() + rq->ttl};
-              h->service_set(w->now(), ctx.name(), rq->key, rq->holder);
+              record.grant(rq->key, rq->holder);
               ctx.reply(*m, Message::of("LEASE-OK", LeaseReply{true, token}));
             } else {
               ctx.reply(*m, Message::of("LEASE-BUSY", LeaseReply{false, 0}));
@@ -116,7 +123,7 @@ class TokenLease : public Protocol {
           }
         },
         ProcessOptions{.daemon = true});
-    return ServiceInfo{{server}};
+    return {};  // the runner takes the declared processes build() spawned
   }
 
   std::unique_ptr<LockClient> make_client(Context& ctx, const ProtocolConfig&) override {

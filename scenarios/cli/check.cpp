@@ -111,6 +111,7 @@ int cmd_check(const std::vector<std::string>& paths, const std::string& junit_fi
       (c.ok() ? passed : failed)++;
       JUnitCase jc{sc.name, p, e.describe(), c.got_text, timer.seconds(), "", c.met};
       jc.file = file;
+      jc.warnings = c.warnings;
       if (!c.ok()) {
         jc.message = c.why;
         jc.details =
@@ -122,6 +123,7 @@ int cmd_check(const std::vector<std::string>& paths, const std::string& junit_fi
                  c.ok() ? ""
                         : fmt::format("\n      {}; replay: {} run {} -p {} --seed {}", c.why, command_name(),
                                       s, p, c.seed));
+      for (const std::string& w : c.warnings) fmt::print("      {} {}\n", word("warning:", "1;33"), w);
     }
   }
   fmt::print("{} passed, {} failed{}\n", passed, failed, errors ? fmt::format(", {} error(s)", errors) : "");

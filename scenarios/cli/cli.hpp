@@ -55,6 +55,8 @@ struct Cell {
   std::string why;  ///< when not met
   std::uint64_t seed = 0;
   std::string story;  ///< the stories of the run that did not meet the expectation (empty otherwise)
+  /// run_warnings() of the runs (each warning once, in the order first seen): unbacked grants, ...
+  std::vector<std::string> warnings;
   bool ok() const { return met; }
 };
 

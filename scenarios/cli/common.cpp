@@ -168,6 +168,9 @@ Cell run_cell(const Scenario& sc, const std::string& p) {
     RunOutput r = run_scenario(sc, p, ro);
     require_within_limits(r, sc);
     if (r.verdict() == Verdict::unsafe) c.got = Verdict::unsafe;
+    for (std::string& w : run_warnings(r))
+      if (std::find(c.warnings.begin(), c.warnings.end(), w) == c.warnings.end())
+        c.warnings.push_back(std::move(w));
     return r;
   };
   auto it = sc.expect.find(p);

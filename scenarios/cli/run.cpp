@@ -172,6 +172,7 @@ int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in,
                    timer.seconds(),
                    ""};
       jc.file = sc.file;
+      jc.warnings = run_warnings(r);
       const std::string replay =
           fmt::format("replay: {} run {} -p {} --seed {}", command_name(), scenario, p, r.seed);
       const std::vector<std::string> unmet_list =

@@ -104,4 +104,19 @@ if(NOT "${EXAMPLES_DIR}" STREQUAL "")
   list(GET replays 0 replay_file)
   run(${bin}/token_lease_locksim replay ${replay_file})
   message(STATUS "the buggy example protocol's property failed as it should; ${replay_file} replays")
+  # The user's binary runs every command on a scenario file whose fault names the protocol's own declared
+  # server (lockd1): check (its expectations), explore (a failure shrunk into a replay file), replay.
+  set(me ${bin}/token_lease_locksim)
+  run(${me} check ${EXAMPLES_DIR}/scenarios)
+  execute_process(COMMAND ${me} explore ${EXAMPLES_DIR}/scenarios/token-lease-restart.toml -p token-lease --seeds 40
+                          --keep-faults --no-progress --replay-out ${WORK_DIR}/replays/explored.toml
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 1 OR NOT out MATCHES "replay      token_lease_locksim replay ")
+    message(FATAL_ERROR "the user's binary did not explore its protocol as it should (${rc}):\n${out}\n${err}")
+  endif()
+  file(READ ${WORK_DIR}/replays/explored.toml explored)
+  if(NOT explored MATCHES "lockd1")
+    message(FATAL_ERROR "the replay file of the user's protocol names no fault on its server lockd1")
+  endif()
+  run(${me} replay ${WORK_DIR}/replays/explored.toml)
 endif()
