@@ -10,8 +10,8 @@
 //    grant is answered, so a restart (with or without power loss) goes on from where it was.
 //
 // The protocol declares its service before the run (one server, "lockd1"), so scenario files, the nemesis and
-// replay files can aim faults at it by name. The server records each grant it makes through a recorder bound to
-// that process: the checker orders grants by those records, never by what a client says.
+// replay files can aim faults at it by name. The server records each grant it makes through a recorder bound
+// to that process: the checker orders grants by those records, never by what a client says.
 #include <charconv>
 #include <map>
 #include <memory>
