@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "bench/bench.hpp"
-#include "sim/world.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim {
 namespace {

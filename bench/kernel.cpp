@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "bench/bench.hpp"
-#include "sim/world.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim {
 namespace {

@@ -13,10 +13,9 @@ foreach(pair sim:locksim_sim protocols:locksim_protocols redis:locksim_redis raf
   list(GET parts 1 target)
   if(TARGET ${target})
     set_target_properties(${target} PROPERTIES EXPORT_NAME ${export_name})
-    # Installed headers keep their source layout under include/locksim/ ("sim/world.hpp"), and
-    # <locksim/rapidcheck.hpp> is found from include/.
-    target_include_directories(${target} PUBLIC $<INSTALL_INTERFACE:${LOCKSIM_INSTALL_INCLUDEDIR}>
-                                                $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+    # Installed headers keep their source layout under include/locksim/ and are included from include/ only
+    # (<locksim/sim/world.hpp>, <locksim/rapidcheck.hpp>): nothing of ours can shadow a user's own sim/ folder.
+    target_include_directories(${target} PUBLIC $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
     list(APPEND locksim_export_targets ${target})
   endif()
 endforeach()

@@ -15,8 +15,8 @@
 
 #include <locksim/rapidcheck.hpp>
 
-#include "scenarios/catalog.hpp"
-#include "scenarios/command_name.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/command_name.hpp"
 
 namespace {
 

@@ -19,9 +19,9 @@
 #include <string>
 #include <utility>
 
-#include "protocols/history.hpp"
-#include "protocols/lock.hpp"
-#include "sim/world.hpp"
+#include "locksim/protocols/history.hpp"
+#include "locksim/protocols/lock.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace example {
 

@@ -13,7 +13,7 @@
 
 #include <locksim/rapidcheck_gtest.hpp>
 
-#include "scenarios/command_name.hpp"
+#include "locksim/scenarios/command_name.hpp"
 #include "token_lease.hpp"
 
 namespace {

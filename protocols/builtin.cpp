@@ -1,6 +1,6 @@
-#include "protocols/lock.hpp"
-#include "protocols/raft/lease.hpp"
-#include "protocols/redis/redis.hpp"
+#include "locksim/protocols/lock.hpp"
+#include "locksim/protocols/raft/lease.hpp"
+#include "locksim/protocols/redis/redis.hpp"
 
 namespace locksim {
 

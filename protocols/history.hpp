@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "protocols/service.hpp"
-#include "sim/time.hpp"
-#include "sim/trace.hpp"
+#include "locksim/protocols/service.hpp"
+#include "locksim/sim/time.hpp"
+#include "locksim/sim/trace.hpp"
 
 namespace locksim {
 

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "protocols/lock.hpp"
+#include "locksim/protocols/lock.hpp"
 
 namespace locksim {
 

@@ -1,4 +1,4 @@
-#include "protocols/resource.hpp"
+#include "locksim/protocols/resource.hpp"
 
 #include <fmt/format.h>
 

@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "protocols/history.hpp"
-#include "protocols/variant.hpp"
-#include "sim/world.hpp"
+#include "locksim/protocols/history.hpp"
+#include "locksim/protocols/variant.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim {
 

@@ -1,4 +1,4 @@
-#include "protocols/service.hpp"
+#include "locksim/protocols/service.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <utility>
 
-#include "protocols/history.hpp"
-#include "protocols/lock.hpp"
-#include "sim/world.hpp"
+#include "locksim/protocols/history.hpp"
+#include "locksim/protocols/lock.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/time.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim {
 

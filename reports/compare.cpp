@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "reports/report.hpp"
+#include "locksim/reports/report.hpp"
 
 namespace locksim {
 

@@ -2,7 +2,7 @@
 # stays one self-contained file while its CSS and JavaScript are real files that can be read and linted.
 # Inputs: OUT (the .cpp to write), DIR (reports/html).
 set(body "// Generated from reports/html/ by reports/embed_assets.cmake; do not edit.\n")
-string(APPEND body "#include \"reports/html_assets.hpp\"\nnamespace locksim::html_assets {\n")
+string(APPEND body "#include \"locksim/reports/html_assets.hpp\"\nnamespace locksim::html_assets {\n")
 foreach(pair "css;report.css" "layout_js;layout.js" "report_js;report.js")
   list(GET pair 0 name)
   list(GET pair 1 file)

@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "reports/html_assets.hpp"
-#include "reports/report.hpp"
-#include "scenarios/expectation.hpp"
+#include "locksim/reports/html_assets.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/expectation.hpp"
 
 namespace locksim {
 

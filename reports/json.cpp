@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reports/report.hpp"
-#include "scenarios/expectation.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/expectation.hpp"
 
 namespace locksim {
 

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <chrono>
 
-#include "reports/report.hpp"
+#include "locksim/reports/report.hpp"
 
 namespace locksim {
 

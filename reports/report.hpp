@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 namespace locksim {
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <utility>
 
-#include "reports/report.hpp"
+#include "locksim/reports/report.hpp"
 
 namespace locksim {
 

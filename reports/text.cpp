@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <map>
 
-#include "reports/report.hpp"
-#include "scenarios/command_name.hpp"
-#include "scenarios/expectation.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/command_name.hpp"
+#include "locksim/scenarios/expectation.hpp"
 
 namespace locksim {
 

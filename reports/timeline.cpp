@@ -12,7 +12,7 @@
 #include <map>
 #include <set>
 
-#include "reports/report.hpp"
+#include "locksim/reports/report.hpp"
 
 namespace locksim {
 

@@ -1,7 +1,7 @@
 // What a reader must know before trusting a verdict, said the same way by every report.
 #include <fmt/format.h>
 
-#include "reports/report.hpp"
+#include "locksim/reports/report.hpp"
 
 namespace locksim {
 

@@ -1,11 +1,11 @@
-#include "scenarios/catalog.hpp"
+#include "locksim/scenarios/catalog.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "scenarios/loader.hpp"
+#include "locksim/scenarios/loader.hpp"
 
 namespace locksim {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "scenarios/scenario.hpp"
+#include "locksim/scenarios/scenario.hpp"
 
 namespace locksim {
 

@@ -1,4 +1,4 @@
-#include "scenarios/command_name.hpp"
+#include "locksim/scenarios/command_name.hpp"
 
 namespace locksim {
 namespace {

@@ -1,6 +1,6 @@
 # Generates a C++ source holding every catalog scenario file, so the locksim binary carries its catalog.
 # Inputs: OUT (the .cpp to write), FILES (;-separated list of .toml paths).
-set(body "#include \"scenarios/catalog.hpp\"\nnamespace locksim {\nnamespace {\nconst CatalogEntry kEntries[] = {\n")
+set(body "#include \"locksim/scenarios/catalog.hpp\"\nnamespace locksim {\nnamespace {\nconst CatalogEntry kEntries[] = {\n")
 list(SORT FILES)
 foreach(f IN LISTS FILES)
   get_filename_component(name ${f} NAME_WE)

@@ -1,4 +1,4 @@
-#include "scenarios/expectation.hpp"
+#include "locksim/scenarios/expectation.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-#include "scenarios/explore.hpp"
+#include "locksim/scenarios/explore.hpp"
 
 #include <fmt/format.h>
 
@@ -18,7 +18,7 @@
 #include <set>
 #include <thread>
 
-#include "scenarios/replay.hpp"
+#include "locksim/scenarios/replay.hpp"
 
 namespace locksim {
 

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "scenarios/nemesis.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/nemesis.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 namespace locksim {
 

@@ -1,14 +1,14 @@
-#include "scenarios/nemesis.hpp"
+#include "locksim/scenarios/nemesis.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "protocols/history.hpp"
-#include "protocols/lock.hpp"
-#include "protocols/resource.hpp"
-#include "scenarios/loader.hpp"
-#include "sim/world.hpp"
+#include "locksim/protocols/history.hpp"
+#include "locksim/protocols/lock.hpp"
+#include "locksim/protocols/resource.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim {
 

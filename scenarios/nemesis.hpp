@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/scenario.hpp"
-#include "sim/random.hpp"
+#include "locksim/scenarios/scenario.hpp"
+#include "locksim/sim/random.hpp"
 
 namespace locksim {
 

@@ -1,4 +1,4 @@
-#include "scenarios/replay.hpp"
+#include "locksim/scenarios/replay.hpp"
 
 #include <fmt/format.h>
 
@@ -11,8 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "scenarios/command_name.hpp"
-#include "scenarios/loader.hpp"
+#include "locksim/scenarios/command_name.hpp"
+#include "locksim/scenarios/loader.hpp"
 
 namespace locksim {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "scenarios/runner.hpp"
-#include "scenarios/scenario.hpp"
+#include "locksim/scenarios/runner.hpp"
+#include "locksim/scenarios/scenario.hpp"
 
 namespace locksim {
 

@@ -1,4 +1,4 @@
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <utility>
 
-#include "scenarios/loader.hpp"
-#include "scenarios/services.hpp"
-#include "scenarios/workload.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/services.hpp"
+#include "locksim/scenarios/workload.hpp"
 
 namespace locksim {
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "protocols/history.hpp"
-#include "scenarios/checker/checker.hpp"
-#include "scenarios/scenario.hpp"
-#include "sim/world.hpp"
+#include "locksim/protocols/history.hpp"
+#include "locksim/scenarios/checker/checker.hpp"
+#include "locksim/scenarios/scenario.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim {
 

@@ -1,4 +1,4 @@
-#include "scenarios/scenario.hpp"
+#include "locksim/scenarios/scenario.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "protocols/lock.hpp"
-#include "protocols/resource.hpp"
-#include "sim/faults.hpp"
-#include "sim/network.hpp"
-#include "sim/time.hpp"
+#include "locksim/protocols/lock.hpp"
+#include "locksim/protocols/resource.hpp"
+#include "locksim/sim/faults.hpp"
+#include "locksim/sim/network.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim {
 

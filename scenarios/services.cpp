@@ -1,9 +1,9 @@
-#include "scenarios/services.hpp"
+#include "locksim/scenarios/services.hpp"
 
 #include <algorithm>
 #include <tuple>
 
-#include "protocols/lock.hpp"
+#include "locksim/protocols/lock.hpp"
 
 namespace locksim {
 

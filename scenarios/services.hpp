@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "protocols/service.hpp"
-#include "scenarios/scenario.hpp"
+#include "locksim/protocols/service.hpp"
+#include "locksim/scenarios/scenario.hpp"
 
 namespace locksim {
 

@@ -1,4 +1,4 @@
-#include "scenarios/shrink.hpp"
+#include "locksim/scenarios/shrink.hpp"
 
 #include <algorithm>
 

@@ -8,8 +8,8 @@
 #include <functional>
 #include <string>
 
-#include "scenarios/nemesis.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/nemesis.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 namespace locksim {
 

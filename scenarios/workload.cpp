@@ -1,4 +1,4 @@
-#include "scenarios/workload.hpp"
+#include "locksim/scenarios/workload.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <iterator>
 #include <utility>
 
-#include "protocols/resource.hpp"
+#include "locksim/protocols/resource.hpp"
 
 namespace locksim {
 

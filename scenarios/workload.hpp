@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "protocols/history.hpp"
-#include "protocols/lock.hpp"
-#include "scenarios/scenario.hpp"
+#include "locksim/protocols/history.hpp"
+#include "locksim/protocols/lock.hpp"
+#include "locksim/scenarios/scenario.hpp"
 
 namespace locksim {
 

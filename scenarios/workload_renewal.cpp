@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "scenarios/workload.hpp"
+#include "locksim/scenarios/workload.hpp"
 
 namespace locksim {
 

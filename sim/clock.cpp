@@ -1,4 +1,4 @@
-#include "sim/clock.hpp"
+#include "locksim/sim/clock.hpp"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 /// goes back, exactly as CLOCK_MONOTONIC vs CLOCK_REALTIME on Linux).
 #include <cstdint>
 
-#include "sim/time.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim {
 

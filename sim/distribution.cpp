@@ -1,4 +1,4 @@
-#include "sim/distribution.hpp"
+#include "locksim/sim/distribution.hpp"
 
 #include <fmt/format.h>
 

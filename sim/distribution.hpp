@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/random.hpp"
-#include "sim/time.hpp"
+#include "locksim/sim/random.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim {
 

@@ -36,8 +36,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/inline.hpp"
-#include "sim/time.hpp"
+#include "locksim/sim/inline.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "sim/world.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim {
 

@@ -1,4 +1,4 @@
-#include "sim/memory.hpp"
+#include "locksim/sim/memory.hpp"
 
 #include <sys/mman.h>
 

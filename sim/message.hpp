@@ -16,9 +16,9 @@
 #include <string_view>
 #include <type_traits>
 
-#include "sim/any.hpp"
-#include "sim/inline.hpp"
-#include "sim/trace.hpp"
+#include "locksim/sim/any.hpp"
+#include "locksim/sim/inline.hpp"
+#include "locksim/sim/trace.hpp"
 
 namespace locksim {
 

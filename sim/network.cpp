@@ -1,4 +1,4 @@
-#include "sim/network.hpp"
+#include "locksim/sim/network.hpp"
 
 #include <algorithm>
 

@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "sim/distribution.hpp"
-#include "sim/random.hpp"
-#include "sim/time.hpp"
-#include "sim/trace.hpp"
+#include "locksim/sim/distribution.hpp"
+#include "locksim/sim/random.hpp"
+#include "locksim/sim/time.hpp"
+#include "locksim/sim/trace.hpp"
 
 namespace locksim {
 

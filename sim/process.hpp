@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/world.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim {
 

@@ -1,4 +1,4 @@
-#include "sim/random.hpp"
+#include "locksim/sim/random.hpp"
 
 #include <cmath>
 

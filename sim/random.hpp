@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sim/time.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim {
 

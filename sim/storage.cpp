@@ -1,4 +1,4 @@
-#include "sim/storage.hpp"
+#include "locksim/sim/storage.hpp"
 
 namespace locksim {
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "sim/time.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim {
 

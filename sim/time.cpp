@@ -1,4 +1,4 @@
-#include "sim/time.hpp"
+#include "locksim/sim/time.hpp"
 
 #include <fmt/format.h>
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/inline.hpp"
-#include "sim/time.hpp"
+#include "locksim/sim/inline.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim {
 

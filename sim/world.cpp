@@ -1,4 +1,4 @@
-#include "sim/world.hpp"
+#include "locksim/sim/world.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <new>
 #include <utility>
 
-#include "sim/memory.hpp"
+#include "locksim/sim/memory.hpp"
 
 #if defined(LOCKSIM_ASAN)
 #include <sanitizer/common_interface_defs.h>

@@ -24,17 +24,17 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/any.hpp"
-#include "sim/clock.hpp"
-#include "sim/event_queue.hpp"
-#include "sim/faults.hpp"
-#include "sim/memory.hpp"
-#include "sim/message.hpp"
-#include "sim/network.hpp"
-#include "sim/random.hpp"
-#include "sim/storage.hpp"
-#include "sim/time.hpp"
-#include "sim/trace.hpp"
+#include "locksim/sim/any.hpp"
+#include "locksim/sim/clock.hpp"
+#include "locksim/sim/event_queue.hpp"
+#include "locksim/sim/faults.hpp"
+#include "locksim/sim/memory.hpp"
+#include "locksim/sim/message.hpp"
+#include "locksim/sim/network.hpp"
+#include "locksim/sim/random.hpp"
+#include "locksim/sim/storage.hpp"
+#include "locksim/sim/time.hpp"
+#include "locksim/sim/trace.hpp"
 
 namespace locksim {
 
@@ -457,4 +457,4 @@ class World {
 
 }  // namespace locksim
 
-#include "sim/process.hpp"  // the message path, inline
+#include "locksim/sim/process.hpp"  // the message path, inline

@@ -46,12 +46,12 @@
 #include <utility>
 #include <vector>
 
-#include "reports/report.hpp"
-#include "scenarios/command_name.hpp"
-#include "scenarios/nemesis.hpp"
-#include "scenarios/replay.hpp"
-#include "scenarios/runner.hpp"
-#include "scenarios/shrink.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/command_name.hpp"
+#include "locksim/scenarios/nemesis.hpp"
+#include "locksim/scenarios/replay.hpp"
+#include "locksim/scenarios/runner.hpp"
+#include "locksim/scenarios/shrink.hpp"
 
 namespace locksim {
 

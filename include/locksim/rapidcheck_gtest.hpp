@@ -29,7 +29,7 @@
 #include <string>
 
 #include "locksim/rapidcheck.hpp"
-#include "scenarios/catalog.hpp"
+#include "locksim/scenarios/catalog.hpp"
 
 namespace locksim::rcgen {
 

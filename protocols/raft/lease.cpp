@@ -1,4 +1,4 @@
-#include "protocols/raft/lease.hpp"
+#include "locksim/protocols/raft/lease.hpp"
 
 #include <fmt/format.h>
 

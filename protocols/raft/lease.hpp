@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "protocols/lock.hpp"
-#include "protocols/raft/raft.hpp"
+#include "locksim/protocols/lock.hpp"
+#include "locksim/protocols/raft/raft.hpp"
 
 namespace locksim {
 

@@ -1,4 +1,4 @@
-#include "protocols/raft/lock_service.hpp"
+#include "locksim/protocols/raft/lock_service.hpp"
 
 namespace locksim::raft {
 

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/time.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim::raft {
 

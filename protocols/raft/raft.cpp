@@ -1,4 +1,4 @@
-#include "protocols/raft/raft.hpp"
+#include "locksim/protocols/raft/raft.hpp"
 
 #include <fmt/format.h>
 

@@ -30,8 +30,8 @@
 #include <string_view>
 #include <vector>
 
-#include "protocols/raft/lock_service.hpp"
-#include "sim/world.hpp"
+#include "locksim/protocols/raft/lock_service.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim::raft {
 

@@ -1,4 +1,4 @@
-#include "protocols/redis/redis.hpp"
+#include "locksim/protocols/redis/redis.hpp"
 
 #include <fmt/format.h>
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "protocols/lock.hpp"
-#include "protocols/redis/redis_node.hpp"
+#include "locksim/protocols/lock.hpp"
+#include "locksim/protocols/redis/redis_node.hpp"
 
 namespace locksim {
 

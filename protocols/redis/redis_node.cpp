@@ -1,4 +1,4 @@
-#include "protocols/redis/redis_node.hpp"
+#include "locksim/protocols/redis/redis_node.hpp"
 
 #include <fmt/format.h>
 

@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "protocols/history.hpp"
-#include "protocols/redis/replication.hpp"
-#include "sim/world.hpp"
+#include "locksim/protocols/history.hpp"
+#include "locksim/protocols/redis/replication.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim::redis {
 

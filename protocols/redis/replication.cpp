@@ -1,4 +1,4 @@
-#include "protocols/redis/replication.hpp"
+#include "locksim/protocols/redis/replication.hpp"
 
 #include <fmt/format.h>
 

@@ -36,8 +36,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/message.hpp"
-#include "sim/time.hpp"
+#include "locksim/sim/message.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim::redis {
 

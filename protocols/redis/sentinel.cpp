@@ -5,7 +5,7 @@
 #include <map>
 #include <vector>
 
-#include "protocols/redis/redis_node.hpp"
+#include "locksim/protocols/redis/redis_node.hpp"
 
 namespace locksim::redis {
 

@@ -1,4 +1,4 @@
-#include "scenarios/checker/checker.hpp"
+#include "locksim/scenarios/checker/checker.hpp"
 
 #include <algorithm>
 #include <map>

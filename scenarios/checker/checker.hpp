@@ -28,8 +28,8 @@
 #include <string_view>
 #include <vector>
 
-#include "protocols/history.hpp"
-#include "sim/time.hpp"
+#include "locksim/protocols/history.hpp"
+#include "locksim/sim/time.hpp"
 
 namespace locksim {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "scenarios/checker/checker.hpp"
+#include "locksim/scenarios/checker/checker.hpp"
 
 namespace locksim::checker_detail {
 namespace {

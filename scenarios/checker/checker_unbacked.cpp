@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/checker/checker.hpp"
+#include "locksim/scenarios/checker/checker.hpp"
 
 namespace locksim {
 

@@ -11,10 +11,10 @@
 #include <filesystem>
 
 #include "locksim/cli.hpp"
-#include "scenarios/catalog.hpp"
-#include "scenarios/cli/cli.hpp"
-#include "scenarios/command_name.hpp"
-#include "scenarios/loader/schema.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/cli/cli.hpp"
+#include "locksim/scenarios/command_name.hpp"
+#include "locksim/scenarios/loader/schema.hpp"
 
 namespace locksim {
 

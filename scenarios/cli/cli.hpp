@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "reports/report.hpp"
-#include "scenarios/expectation.hpp"
-#include "scenarios/explore.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/expectation.hpp"
+#include "locksim/scenarios/explore.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 namespace locksim::cli {
 

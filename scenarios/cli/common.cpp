@@ -11,9 +11,9 @@
 #include <fstream>
 #include <limits>
 
-#include "scenarios/catalog.hpp"
-#include "scenarios/cli/cli.hpp"
-#include "scenarios/command_name.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/cli/cli.hpp"
+#include "locksim/scenarios/command_name.hpp"
 
 namespace fs = std::filesystem;
 

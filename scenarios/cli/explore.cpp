@@ -16,11 +16,11 @@
 #include <set>
 #include <thread>
 
-#include "scenarios/catalog.hpp"
-#include "scenarios/cli/cli.hpp"
-#include "scenarios/command_name.hpp"
-#include "scenarios/replay.hpp"
-#include "scenarios/shrink.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/cli/cli.hpp"
+#include "locksim/scenarios/command_name.hpp"
+#include "locksim/scenarios/replay.hpp"
+#include "locksim/scenarios/shrink.hpp"
 
 namespace locksim::cli {
 

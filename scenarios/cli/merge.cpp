@@ -8,9 +8,9 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "scenarios/cli/cli.hpp"
-#include "scenarios/command_name.hpp"
-#include "scenarios/replay.hpp"
+#include "locksim/scenarios/cli/cli.hpp"
+#include "locksim/scenarios/command_name.hpp"
+#include "locksim/scenarios/replay.hpp"
 
 namespace locksim::cli {
 namespace {

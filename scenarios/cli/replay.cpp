@@ -1,8 +1,8 @@
 // `locksim replay`: re-runs a replay file and fails loudly when its trace hash or verdict differ.
 #include <fmt/format.h>
 
-#include "scenarios/cli/cli.hpp"
-#include "scenarios/replay.hpp"
+#include "locksim/scenarios/cli/cli.hpp"
+#include "locksim/scenarios/replay.hpp"
 
 namespace locksim::cli {
 

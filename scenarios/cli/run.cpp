@@ -7,9 +7,9 @@
 #include <iostream>
 #include <optional>
 
-#include "scenarios/catalog.hpp"
-#include "scenarios/cli/cli.hpp"
-#include "scenarios/command_name.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/cli/cli.hpp"
+#include "locksim/scenarios/command_name.hpp"
 
 namespace locksim::cli {
 

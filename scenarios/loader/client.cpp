@@ -1,7 +1,7 @@
 // The [[client]] tables: clients, their programs (steps) and background renewal.
-#include "scenarios/loader/dist.hpp"
-#include "scenarios/loader/loader_internal.hpp"
-#include "scenarios/workload.hpp"
+#include "locksim/scenarios/loader/dist.hpp"
+#include "locksim/scenarios/loader/loader_internal.hpp"
+#include "locksim/scenarios/workload.hpp"
 
 #include <functional>
 

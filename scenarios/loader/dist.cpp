@@ -1,4 +1,4 @@
-#include "scenarios/loader/dist.hpp"
+#include "locksim/scenarios/loader/dist.hpp"
 
 #include <fmt/format.h>
 
@@ -11,8 +11,8 @@
 #include <optional>
 #include <vector>
 
-#include "scenarios/catalog.hpp"
-#include "scenarios/loader/loader_internal.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/loader/loader_internal.hpp"
 
 namespace locksim {
 namespace {

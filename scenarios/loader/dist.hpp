@@ -20,9 +20,9 @@
 
 #include <toml++/toml.h>
 
-#include "scenarios/loader.hpp"
-#include "scenarios/loader/schema.hpp"
-#include "sim/distribution.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/loader/schema.hpp"
+#include "locksim/sim/distribution.hpp"
 
 namespace locksim {
 

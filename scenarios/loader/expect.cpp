@@ -1,7 +1,7 @@
 // The [expect] table: the verdict each protocol should get, and the protocols a scenario runs by default.
-#include "scenarios/loader/loader_internal.hpp"
+#include "locksim/scenarios/loader/loader_internal.hpp"
 
-#include "scenarios/checker/checker.hpp"
+#include "locksim/scenarios/checker/checker.hpp"
 
 namespace locksim::loading {
 

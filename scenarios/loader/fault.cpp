@@ -1,7 +1,7 @@
 // The [[fault]] tables: the fault plan and its triggers.
-#include "scenarios/loader/dist.hpp"
-#include "scenarios/loader/loader_internal.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/loader/dist.hpp"
+#include "locksim/scenarios/loader/loader_internal.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 namespace locksim::loading {
 

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "scenarios/loader.hpp"
-#include "scenarios/loader/schema.hpp"
-#include "scenarios/services.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/loader/schema.hpp"
+#include "locksim/scenarios/services.hpp"
 
 namespace locksim::loading {
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/loader.hpp"
+#include "locksim/scenarios/loader.hpp"
 
 namespace locksim {
 

@@ -1,6 +1,6 @@
 // The [network] table and its [[network.link]] overrides. A delay is any distribution (loader/dist.cpp).
-#include "scenarios/loader/dist.hpp"
-#include "scenarios/loader/loader_internal.hpp"
+#include "locksim/scenarios/loader/dist.hpp"
+#include "locksim/scenarios/loader/loader_internal.hpp"
 
 namespace locksim::loading {
 

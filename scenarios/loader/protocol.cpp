@@ -1,5 +1,5 @@
 // The [protocol] and [protocols.<name>] tables: every ProtocolConfig field.
-#include "scenarios/loader/loader_internal.hpp"
+#include "locksim/scenarios/loader/loader_internal.hpp"
 
 namespace locksim::loading {
 

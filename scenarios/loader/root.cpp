@@ -1,7 +1,7 @@
 // The top level of a scenario file and the small tables ([lock], [resource], [limits], [[clock]]): the order
 // in which tables are read (limits first: other checks need max_time), the process names a file may use, and
 // the entry points.
-#include "scenarios/loader/loader_internal.hpp"
+#include "locksim/scenarios/loader/loader_internal.hpp"
 
 #include <cerrno>
 #include <cstring>

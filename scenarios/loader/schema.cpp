@@ -1,10 +1,10 @@
-#include "scenarios/loader/schema.hpp"
+#include "locksim/scenarios/loader/schema.hpp"
 
 #include <fmt/format.h>
 
 #include <stdexcept>
 
-#include "scenarios/loader/loader_internal.hpp"
+#include "locksim/scenarios/loader/loader_internal.hpp"
 
 namespace locksim {
 

@@ -10,12 +10,12 @@
 #include <set>
 #include <sstream>
 
-#include "scenarios/cli/cli.hpp"
-#include "scenarios/explore.hpp"
-#include "scenarios/loader.hpp"
-#include "scenarios/nemesis.hpp"
-#include "scenarios/replay.hpp"
-#include "scenarios/shrink.hpp"
+#include "locksim/scenarios/cli/cli.hpp"
+#include "locksim/scenarios/explore.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/nemesis.hpp"
+#include "locksim/scenarios/replay.hpp"
+#include "locksim/scenarios/shrink.hpp"
 #include "tests/explore/toy_protocol.hpp"
 
 using namespace locksim;

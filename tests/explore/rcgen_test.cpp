@@ -10,9 +10,9 @@
 #include <locksim/rapidcheck_gtest.hpp>
 
 #include "examples/token_lease.hpp"
-#include "scenarios/catalog.hpp"
-#include "scenarios/command_name.hpp"
-#include "scenarios/replay.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/command_name.hpp"
+#include "locksim/scenarios/replay.hpp"
 
 namespace locksim {
 namespace {

@@ -2,7 +2,7 @@
 // The shared toy protocol (tests/support/toy_protocol.hpp) for the explore tests. Its server is named
 // "redis1" so replay files of its runs pass the scenario loader's process-name check (clients, the resource,
 // redisN / replicaN / raftN).
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/runner.hpp"
 #include "tests/support/toy_protocol.hpp"
 
 namespace locksim::test {

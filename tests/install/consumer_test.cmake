@@ -45,6 +45,11 @@ foreach(f ${package_files})
       message(FATAL_ERROR "${f} names ${path}, a path of the machine that built it")
     endif()
   endforeach()
+  # Headers are included as <locksim/...> from include/ alone: include/locksim itself on the path would let our
+  # sim/, protocols/, scenarios/ and reports/ shadow a user's folders of the same names.
+  if(text MATCHES "include/locksim[\";]")
+    message(FATAL_ERROR "${f} puts include/locksim on the include path")
+  endif()
   if(text MATCHES "[\"; ](/[^\"; ]+\\.(so|a)(\\.[0-9]+)*)[\"; ]")
     message(FATAL_ERROR "${f} links ${CMAKE_MATCH_1} by its absolute path (use an imported target)")
   endif()

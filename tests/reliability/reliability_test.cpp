@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/catalog.hpp"
-#include "scenarios/explore.hpp"
-#include "scenarios/loader.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/explore.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 namespace fs = std::filesystem;
 using namespace locksim;

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "reports/report.hpp"
-#include "scenarios/catalog.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/runner.hpp"
 #include "tests/reports/chromium.hpp"
 #include "tests/support/toy_protocol.hpp"
 

@@ -11,8 +11,8 @@
 #include <regex>
 #include <sstream>
 
-#include "reports/report.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/runner.hpp"
 #include "tests/support/toy_protocol.hpp"
 
 using namespace locksim;

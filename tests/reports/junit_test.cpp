@@ -1,7 +1,7 @@
 // JUnit XML: structure CI tools rely on (one suite, one case per scenario × protocol, counts) and escaping.
 #include <gtest/gtest.h>
 
-#include "reports/report.hpp"
+#include "locksim/reports/report.hpp"
 
 using namespace locksim;
 

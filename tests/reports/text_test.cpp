@@ -8,10 +8,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "reports/report.hpp"
-#include "scenarios/catalog.hpp"
-#include "scenarios/loader.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 using namespace locksim;
 namespace fs = std::filesystem;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/checker/checker.hpp"
+#include "locksim/scenarios/checker/checker.hpp"
 #include "tests/scenarios/history_builder.hpp"
 
 using namespace locksim;

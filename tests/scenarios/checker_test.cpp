@@ -1,5 +1,5 @@
 // The checker judged on hand-built histories, plus soundness properties on random ones.
-#include "scenarios/checker/checker.hpp"
+#include "locksim/scenarios/checker/checker.hpp"
 #include "tests/scenarios/history_builder.hpp"
 
 #include <gtest/gtest.h>

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/loader.hpp"
-#include "scenarios/loader/schema.hpp"
-#include "scenarios/replay.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/loader/schema.hpp"
+#include "locksim/scenarios/replay.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 using namespace locksim;
 

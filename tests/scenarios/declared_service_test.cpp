@@ -13,14 +13,14 @@
 #include <stdexcept>
 #include <string>
 
-#include "protocols/history.hpp"
-#include "protocols/lock.hpp"
-#include "reports/report.hpp"
-#include "scenarios/explore.hpp"
-#include "scenarios/loader.hpp"
-#include "scenarios/nemesis.hpp"
-#include "scenarios/replay.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/protocols/history.hpp"
+#include "locksim/protocols/lock.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/explore.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/nemesis.hpp"
+#include "locksim/scenarios/replay.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 namespace locksim {
 namespace {

@@ -11,10 +11,10 @@
 #include <fstream>
 #include <set>
 
-#include "scenarios/loader.hpp"
-#include "scenarios/loader/dist.hpp"
-#include "scenarios/replay.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/loader/dist.hpp"
+#include "locksim/scenarios/replay.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 namespace locksim {
 namespace {

@@ -3,9 +3,9 @@
 // holds and one that does not, so a judge that always says "met" (or never does) fails here.
 #include <gtest/gtest.h>
 
-#include "scenarios/catalog.hpp"
-#include "scenarios/expectation.hpp"
-#include "scenarios/loader.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/expectation.hpp"
+#include "locksim/scenarios/loader.hpp"
 
 using namespace locksim;
 

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/catalog.hpp"
-#include "scenarios/nemesis.hpp"
-#include "scenarios/replay.hpp"
-#include "scenarios/runner.hpp"
-#include "scenarios/shrink.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/nemesis.hpp"
+#include "locksim/scenarios/replay.hpp"
+#include "locksim/scenarios/runner.hpp"
+#include "locksim/scenarios/shrink.hpp"
 
 using namespace locksim;
 

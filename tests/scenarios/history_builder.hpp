@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "scenarios/checker/checker.hpp"
+#include "locksim/scenarios/checker/checker.hpp"
 
 namespace locksim::testing {
 

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "scenarios/loader.hpp"
-#include "scenarios/loader/schema.hpp"
-#include "scenarios/services.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/loader/schema.hpp"
+#include "locksim/scenarios/services.hpp"
 
 namespace locksim {
 namespace {

@@ -4,9 +4,9 @@
 // a limit.
 #include <gtest/gtest.h>
 
-#include "scenarios/catalog.hpp"
-#include "scenarios/loader.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 using namespace locksim;
 

@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "reports/report.hpp"
-#include "scenarios/catalog.hpp"
-#include "scenarios/replay.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/replay.hpp"
+#include "locksim/scenarios/runner.hpp"
 #include "tests/support/toy_protocol.hpp"
 
 using namespace locksim;

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "scenarios/loader.hpp"
-#include "scenarios/loader/schema.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/loader/schema.hpp"
 
 using namespace locksim;
 namespace fs = std::filesystem;

@@ -3,8 +3,8 @@
 // but never reaches the service fails here.
 #include <gtest/gtest.h>
 
-#include "scenarios/loader.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 using namespace locksim;
 

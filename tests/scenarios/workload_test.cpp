@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/loader.hpp"
-#include "scenarios/replay.hpp"
-#include "scenarios/runner.hpp"
-#include "scenarios/workload.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/replay.hpp"
+#include "locksim/scenarios/runner.hpp"
+#include "locksim/scenarios/workload.hpp"
 
 using namespace locksim;
 

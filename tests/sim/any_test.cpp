@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/any.hpp"
-#include "sim/world.hpp"
+#include "locksim/sim/any.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim {
 namespace {

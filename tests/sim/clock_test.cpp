@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/clock.hpp"
-#include "sim/world.hpp"
+#include "locksim/sim/clock.hpp"
+#include "locksim/sim/world.hpp"
 #include "test_util.hpp"
 
 using namespace locksim;

@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "sim/distribution.hpp"
-#include "sim/network.hpp"
+#include "locksim/sim/distribution.hpp"
+#include "locksim/sim/network.hpp"
 
 using namespace locksim;
 

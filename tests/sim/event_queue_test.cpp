@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/event_queue.hpp"
-#include "sim/random.hpp"
+#include "locksim/sim/event_queue.hpp"
+#include "locksim/sim/random.hpp"
 
 namespace locksim {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/world.hpp"
+#include "locksim/sim/world.hpp"
 #include "test_util.hpp"
 
 using namespace locksim;

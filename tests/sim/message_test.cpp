@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/message.hpp"
-#include "sim/world.hpp"
+#include "locksim/sim/message.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/network.hpp"
-#include "sim/world.hpp"
+#include "locksim/sim/network.hpp"
+#include "locksim/sim/world.hpp"
 #include "test_util.hpp"
 
 using namespace locksim;

@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
-#include "sim/random.hpp"
-#include "sim/world.hpp"
+#include "locksim/sim/random.hpp"
+#include "locksim/sim/world.hpp"
 
 using namespace locksim;
 

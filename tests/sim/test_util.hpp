@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/world.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim::test {
 

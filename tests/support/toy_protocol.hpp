@@ -11,10 +11,10 @@
 #include <string>
 #include <utility>
 
-#include "protocols/history.hpp"
-#include "protocols/lock.hpp"
-#include "scenarios/scenario.hpp"
-#include "sim/world.hpp"
+#include "locksim/protocols/history.hpp"
+#include "locksim/protocols/lock.hpp"
+#include "locksim/scenarios/scenario.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim::toy {
 

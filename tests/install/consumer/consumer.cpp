@@ -2,9 +2,9 @@
 #include <cstdio>
 #include <locksim/rapidcheck.hpp>  // the installed rapidcheck generators compile in a user's project
 
-#include "reports/report.hpp"
-#include "scenarios/catalog.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/reports/report.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 int main() {
   const locksim::Scenario sc = locksim::load_scenario("kleppmann-gc-pause");

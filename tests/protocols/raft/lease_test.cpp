@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "protocols/raft/lease.hpp"
-#include "protocols/resource.hpp"
+#include "locksim/protocols/raft/lease.hpp"
+#include "locksim/protocols/resource.hpp"
 #include "raft_test_util.hpp"
 
 using namespace locksim;

@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-#include "protocols/raft/lease.hpp"
+#include "locksim/protocols/raft/lease.hpp"
 #include "raft_test_util.hpp"
 #include "raft_trace_check.hpp"
 

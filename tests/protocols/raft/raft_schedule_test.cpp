@@ -7,7 +7,7 @@
 #include <charconv>
 #include <functional>
 
-#include "protocols/raft/raft.hpp"
+#include "locksim/protocols/raft/raft.hpp"
 #include "raft_test_util.hpp"
 
 using namespace locksim;

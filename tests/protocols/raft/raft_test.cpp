@@ -2,7 +2,7 @@
 // and the lock service state machine on its own.
 #include <gtest/gtest.h>
 
-#include "protocols/raft/raft.hpp"
+#include "locksim/protocols/raft/raft.hpp"
 #include "raft_test_util.hpp"
 
 using namespace locksim;

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "protocols/raft/raft.hpp"
+#include "locksim/protocols/raft/raft.hpp"
 
 namespace locksim::raft::testing {
 

@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "protocols/raft/raft.hpp"
-#include "sim/world.hpp"
+#include "locksim/protocols/raft/raft.hpp"
+#include "locksim/sim/world.hpp"
 
 namespace locksim::raft::testing {
 

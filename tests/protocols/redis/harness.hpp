@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "protocols/redis/redis.hpp"
+#include "locksim/protocols/redis/redis.hpp"
 
 namespace locksim::redis::test {
 

@@ -1,7 +1,7 @@
 // The Redis node model on its own: command semantics, wall-clock expiry, persistence.
 #include <gtest/gtest.h>
 
-#include "protocols/redis/redis_node.hpp"
+#include "locksim/protocols/redis/redis_node.hpp"
 
 using namespace locksim;
 using namespace locksim::redis;

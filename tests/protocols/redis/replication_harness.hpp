@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "protocols/redis/redis_node.hpp"
+#include "locksim/protocols/redis/redis_node.hpp"
 
 namespace locksim::redis::test {
 

@@ -1,7 +1,7 @@
 // Redis replication as a PSYNC stream: offsets, the backlog, partial and full resyncs, acks, expiry.
 #include <gtest/gtest.h>
 
-#include "protocols/redis/replication.hpp"
+#include "locksim/protocols/redis/replication.hpp"
 #include "replication_harness.hpp"
 
 using namespace locksim;
