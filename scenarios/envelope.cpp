@@ -184,8 +184,8 @@ void check_spec(const EnvelopeSpec& s) {
 
 /// The unit-aware text of a value in display units: "0.13 s", "0.01".
 std::string amount(const EnvelopeAxis& a, double display_value) {
-  return a.kind == AxisKind::duration ? fmt::format("{:.3g} s", display_value)
-                                      : fmt::format("{:.3g}", display_value);
+  return a.kind == AxisKind::duration ? fmt::format("{:.4g} s", display_value)
+                                      : fmt::format("{:.4g}", display_value);
 }
 
 }  // namespace
@@ -384,11 +384,12 @@ void summarize_envelope(EnvelopeResult& result) {
     const std::string fit =
         fmt::format("least squares over {} refined crossing(s): rms {} against a step of {}", f.points,
                     amount(ay, f.rms), amount(ay, f.tolerance));
-    pe.summary = f.is_line
-                     ? fmt::format("{}: unsafe when {} {} {} ({}){}", pe.protocol, ay.field,
-                                   f.unsafe_above ? ">" : "<", rhs, fit, incon)
-                     : fmt::format("{}: the boundary is not a straight line (nearest line: {} {} {}; {}){}",
-                                   pe.protocol, ay.field, f.unsafe_above ? ">" : "<", rhs, fit, incon);
+    pe.summary = f.is_line ? fmt::format("{}: unsafe when {} {} {} ({}){}", pe.protocol, ay.field,
+                                         f.unsafe_above ? ">" : "<", rhs, fit, incon)
+                           : fmt::format(
+                                 "{}: the boundary is not a straight line to within a refinement step "
+                                 "(nearest line: {} {} {}; {}){}",
+                                 pe.protocol, ay.field, f.unsafe_above ? ">" : "<", rhs, fit, incon);
   }
 }
 
