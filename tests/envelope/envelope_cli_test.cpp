@@ -149,4 +149,8 @@ TEST(EnvelopeCli, ShardsMergeAndAMissingShardIsReported) {
   EXPECT_NE(half.out.find("INCOMPLETE"), std::string::npos) << half.out;
   EXPECT_NE(half.out.find("shard 0 of 2 missing"), std::string::npos) << half.out;
   EXPECT_NE(half.out.find("--shard 0/2, JOB_COMPLETION_INDEX=0"), std::string::npos) << half.out;
+  // explore's merge points at envelope --merge instead of reading the lines as runs.
+  const Ran wrong = cli({"merge", (d / "part-1.jsonl").string()});
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_NE(wrong.err.find("`envelope --merge` merges it"), std::string::npos) << wrong.err;
 }
