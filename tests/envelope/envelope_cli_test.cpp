@@ -97,10 +97,10 @@ TEST(EnvelopeCli, FilesAreTheSameWhateverJobsAndACommandReplaysItsRun) {
   for (int k = 0; k < 2; ++k) {
     const fs::path o = d / ("j" + std::to_string(k));
     fs::create_directories(o);
-    const Ran r =
-        cli(with({"--vary", "lock.ttl=2s..30s", "--vary", "fault[0].duration=2s..30s", "--steps", "5",
-                  "--seeds", "2", "--jobs", k == 0 ? "1" : "2", "-o", (o / "e.html").string(), "--csv",
-                  (o / "e.csv").string(), "--json", (o / "e.json").string(), "--points-dir", "pts"}));
+    const Ran r = cli(with({"--vary", "lock.ttl=2s..30s", "--vary", "fault[0].duration=2s..30s", "--steps",
+                            "5", "--seeds", "2", "--jobs", k == 0 ? "1" : "2", "-o", (o / "e.html").string(),
+                            "--csv", (o / "e.csv").string(), "--json", (o / "e.json").string(),
+                            "--points-dir", (d / "pts").string()}));
     EXPECT_EQ(r.code, 1) << r.err;  // redis is unsafe somewhere
     EXPECT_NE(r.out.find("lease+fence: safe on the whole grid"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("redis: unsafe when fault[0].duration > lock.ttl"), std::string::npos) << r.out;
@@ -122,7 +122,6 @@ TEST(EnvelopeCli, FilesAreTheSameWhateverJobsAndACommandReplaysItsRun) {
   EXPECT_TRUE(fs::exists(words[2])) << words[2];
   const Ran again = cli({words.begin() + 1, words.end()});
   EXPECT_EQ(again.code, 1) << again.out << again.err;
-  fs::remove_all("pts");
 }
 
 TEST(EnvelopeCli, ShardsMergeAndAMissingShardIsReported) {
