@@ -61,6 +61,9 @@ RunRecord RunRecord::from_json(std::string_view line) {
     throw std::invalid_argument(fmt::format("not JSON: {}", e.what()));
   }
   if (!j.is_object()) throw std::invalid_argument("not a JSON object");
+  if (j.contains("envelope"))
+    throw std::invalid_argument(
+        "a grid point of `envelope --jsonl`, not a run of explore: `envelope --merge` merges it");
   auto need = [&](const char* k) -> const ojson& {
     if (!j.contains(k)) throw std::invalid_argument(fmt::format("missing '{}'", k));
     return j.at(k);

@@ -190,6 +190,11 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
   merge->add_flag("--allow-partial", allow_partial,
                   "exit 0 even when shards or seeds of the sweep are missing (they are still reported)");
 
+  EnvelopeArgs ea;
+  auto* envelope = app.add_subcommand(
+      "envelope", "Where a protocol turns unsafe over one or two scenario fields (docs/envelope.md)");
+  add_envelope_options(*envelope, ea);
+
   // A typo in the subcommand gets the nearest valid one.
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> subs;
@@ -239,6 +244,7 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
       });
     }
     if (merge->parsed()) return cmd_merge(merge_files, allow_partial);
+    if (envelope->parsed()) return cmd_envelope(ea);
     if (bench->parsed()) {
       if (!hooks.bench)
         input_error("this build has no benchmarks (configure locksim with -DLOCKSIM_BENCH=ON)");

@@ -3,6 +3,7 @@
 /// and judged, and the commands (scenarios/cli/*.cpp). Only the command line reads the terminal, stdin and
 /// the wall clock.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -65,6 +66,32 @@ struct Cell {
 void require_within_limits(const RunOutput& r, const Scenario& sc);
 Cell run_cell(const Scenario& sc, const std::string& p);
 
+/// Whether stderr is a terminal (the progress bar draws only there).
+bool stderr_is_terminal();
+
+/// A one-line progress bar with a rate and an ETA on stderr (when `on`). Real time is used here and only
+/// here: for people.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool on);
+  void update(std::size_t done, std::size_t total);
+  void finish();
+
+ private:
+  bool on_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_;  // wall time: progress bar
+};
+
+/// How a sweep is cut into shards on the command line: one of --shard K/N (0-based), --shard-number K/N
+/// (1-based), --shards N (K from JOB_COMPLETION_INDEX, else CI_NODE_INDEX checked against CI_NODE_TOTAL).
+struct ShardArgs {
+  std::string shard, shard_number;
+  std::uint32_t shards = 0;
+};
+/// {K (0-based), N}; {0, 1} when none is given. Throws InputError naming the option or variable.
+std::pair<std::uint32_t, std::uint32_t> parse_shard(const ShardArgs& a);
+
 // The commands.
 /// `locksim explore` arguments (the command line fills them).
 struct ExploreArgs {
@@ -94,6 +121,21 @@ struct ExploreArgs {
 
 /// Runs a sweep. Exit code: 0 no violation, 1 violations (or errors), 2 input error (thrown as InputError).
 int cmd_explore(const ExploreArgs& args);
+
+/// `locksim envelope` arguments (the command line fills them; scenarios/cli/envelope.cpp).
+struct EnvelopeArgs {
+  std::vector<std::string> inputs;  ///< SCENARIO, or with --merge the JSONL files
+  std::vector<std::string> protocols, vary, set;
+  std::uint32_t steps = 11, seeds = 1, refine = 4, jobs = 0;
+  std::optional<std::uint64_t> first_seed;
+  std::string html, csv, json, jsonl, points_dir;
+  ShardArgs shard;
+  bool merge = false, no_progress = false;
+};
+/// The options of `locksim envelope` (beside the command in scenarios/cli/envelope.cpp).
+void add_envelope_options(CLI::App& cmd, EnvelopeArgs& a);
+/// The safety envelope. 0 safe at every point, 1 some point unsafe (or an incomplete merge), 2 input errors.
+int cmd_envelope(const EnvelopeArgs& args);
 
 /// Renders a finished run for `locksim replay` (the CLI passes the text report; scenarios/ cannot see
 /// reports/).

@@ -24,11 +24,11 @@
 
 namespace locksim::cli {
 
-namespace {
-
 bool stderr_is_terminal() {
   return isatty(fileno(stderr)) != 0;
 }
+
+namespace {
 
 std::string sanitize(std::string s) {
   for (char& c : s)
@@ -46,33 +46,30 @@ std::string eta_text(double seconds) {
   return fmt::format("{}s", s);
 }
 
-/// A one-line progress bar on stderr (terminals only). Real time is used here and only here: for people.
-class ProgressBar {
- public:
-  explicit ProgressBar(bool on)
-      : on_(on), start_(std::chrono::steady_clock::now()) {}  // wall time: progress bar
-  void update(std::size_t done, std::size_t total) {
-    if (!on_ || total == 0) return;
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();  // wall time: ETA
-    const double rate = secs > 0 ? static_cast<double>(done) / secs : 0.0;
-    const double eta = rate > 0 ? static_cast<double>(total - done) / rate : NAN;
-    constexpr std::size_t kWidth = 30;
-    const std::size_t fill = done * kWidth / total;
-    fmt::print(stderr, "\r[{}{}] {}/{} {:3}%  {:.0f} runs/s  ETA {}   ", std::string(fill, '#'),
-               std::string(kWidth - fill, '.'), done, total, done * 100 / total, rate, eta_text(eta));
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-  void finish() {
-    if (drawn_) fmt::print(stderr, "\r{}\r", std::string(90, ' '));
-  }
+}  // namespace
 
- private:
-  bool on_;
-  bool drawn_ = false;
-  std::chrono::steady_clock::time_point start_;  // wall time: progress bar
-};
+ProgressBar::ProgressBar(bool on)
+    : on_(on), start_(std::chrono::steady_clock::now()) {}  // wall time: progress bar
+
+void ProgressBar::update(std::size_t done, std::size_t total) {
+  if (!on_ || total == 0) return;
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();  // wall time: ETA
+  const double rate = secs > 0 ? static_cast<double>(done) / secs : 0.0;
+  const double eta = rate > 0 ? static_cast<double>(total - done) / rate : NAN;
+  constexpr std::size_t kWidth = 30;
+  const std::size_t fill = done * kWidth / total;
+  fmt::print(stderr, "\r[{}{}] {}/{} {:3}%  {:.0f} runs/s  ETA {}   ", std::string(fill, '#'),
+             std::string(kWidth - fill, '.'), done, total, done * 100 / total, rate, eta_text(eta));
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void ProgressBar::finish() {
+  if (drawn_) fmt::print(stderr, "\r{}\r", std::string(90, ' '));
+}
+
+namespace {
 
 /// A shard number: decimal digits only (no sign, no spaces), at most 2^32 - 1.
 std::optional<std::uint32_t> shard_number(std::string_view s) {
@@ -83,7 +80,9 @@ std::optional<std::uint32_t> shard_number(std::string_view s) {
   return v;
 }
 
-std::pair<std::uint32_t, std::uint32_t> parse_shard(const ExploreArgs& a) {
+}  // namespace
+
+std::pair<std::uint32_t, std::uint32_t> parse_shard(const ShardArgs& a) {
   if (!a.shard.empty() + !a.shard_number.empty() + (a.shards > 0) > 1)
     throw InputError("<command line>", 0, "--shard",
                      "give one of --shard K/N (0-based), --shard-number K/N (1-based) or --shards N");
@@ -138,6 +137,8 @@ std::pair<std::uint32_t, std::uint32_t> parse_shard(const ExploreArgs& a) {
   return {0, 1};
 }
 
+namespace {
+
 std::string replace_all(std::string s, std::string_view from, const std::string& to) {
   for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
     s.replace(p, from.size(), to);
@@ -164,7 +165,7 @@ int cmd_explore(const ExploreArgs& a) {
         "<command line>", 0, "--jobs",
         fmt::format("must be from 0 (one per core) to {}, not {}", ExploreArgs::kMaxJobs, a.jobs));
   if (a.resume && a.out.empty()) throw InputError("<command line>", 0, "--resume", "needs --out FILE.jsonl");
-  const auto [shard, shards] = parse_shard(a);
+  const auto [shard, shards] = parse_shard({a.shard, a.shard_number, a.shards});
 
   Scenario sc = load_scenario(a.scenario);
   register_builtin_protocols();

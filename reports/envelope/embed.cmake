@@ -1,0 +1,18 @@
+# Generates a C++ source holding the envelope page's stylesheet and script (reports/envelope/*), so the page
+# stays one self-contained file while its CSS and JavaScript are real files. Inputs: OUT, DIR.
+set(body "// Generated from reports/envelope/ by reports/envelope/embed.cmake; do not edit.\n")
+string(APPEND body "#include <string_view>\nnamespace locksim::envelope_assets {\n")
+foreach(pair "css;envelope.css" "js;envelope.js")
+  list(GET pair 0 name)
+  list(GET pair 1 file)
+  file(READ ${DIR}/${file} text)
+  string(FIND "${text}" ")locksim_asset" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${DIR}/${file} contains the raw-string delimiter )locksim_asset")
+  endif()
+  string(APPEND body "extern const std::string_view ${name};\n")
+  string(APPEND body "const std::string_view ${name} = R\"locksim_asset(${text})locksim_asset\";\n")
+endforeach()
+string(APPEND body "}  // namespace locksim::envelope_assets\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
