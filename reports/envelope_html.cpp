@@ -1,6 +1,6 @@
 // The envelope page (reports/envelope_html.hpp): the SVG is drawn here, so the picture needs no script to be
 // seen; reports/envelope/envelope.js only adds the click and the layout report.
-#include "reports/envelope_html.hpp"
+#include "locksim/reports/envelope_html.hpp"
 
 #include <fmt/format.h>
 

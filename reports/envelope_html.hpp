@@ -5,7 +5,7 @@
 /// reports/envelope/, embedded at build time.
 #include <string>
 
-#include "scenarios/envelope.hpp"
+#include "locksim/scenarios/envelope.hpp"
 
 namespace locksim {
 

@@ -1,6 +1,6 @@
 // The envelope's engine: the grid, its runs on threads, the bisection of each safe / unsafe crossing, and the
 // boundary's line and sentence. Fields and TOML editing: envelope_field.cpp; files: envelope_io.cpp.
-#include "scenarios/envelope.hpp"
+#include "locksim/scenarios/envelope.hpp"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 namespace locksim {
 

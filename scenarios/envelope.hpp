@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "scenarios/scenario.hpp"
+#include "locksim/scenarios/scenario.hpp"
 
 namespace locksim {
 

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "scenarios/envelope.hpp"
-#include "scenarios/loader.hpp"
-#include "scenarios/loader/schema.hpp"
+#include "locksim/scenarios/envelope.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/loader/schema.hpp"
 
 namespace locksim {
 

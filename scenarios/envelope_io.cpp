@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "scenarios/envelope.hpp"
-#include "scenarios/replay.hpp"
+#include "locksim/scenarios/envelope.hpp"
+#include "locksim/scenarios/replay.hpp"
 
 namespace locksim {
 

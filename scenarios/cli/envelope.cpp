@@ -10,12 +10,12 @@
 #include <sstream>
 #include <thread>
 
-#include "reports/envelope_html.hpp"
-#include "scenarios/catalog.hpp"
-#include "scenarios/cli/cli.hpp"
-#include "scenarios/command_name.hpp"
-#include "scenarios/envelope.hpp"
-#include "scenarios/loader.hpp"
+#include "locksim/reports/envelope_html.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/cli/cli.hpp"
+#include "locksim/scenarios/command_name.hpp"
+#include "locksim/scenarios/envelope.hpp"
+#include "locksim/scenarios/loader.hpp"
 
 namespace fs = std::filesystem;
 

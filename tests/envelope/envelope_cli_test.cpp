@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "locksim/cli.hpp"
-#include "scenarios/command_name.hpp"
+#include "locksim/scenarios/command_name.hpp"
 
 namespace fs = std::filesystem;
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "reports/envelope_html.hpp"
-#include "scenarios/catalog.hpp"
-#include "scenarios/command_name.hpp"
-#include "scenarios/envelope.hpp"
+#include "locksim/reports/envelope_html.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/command_name.hpp"
+#include "locksim/scenarios/envelope.hpp"
 #include "tests/reports/chromium.hpp"
 
 using namespace locksim;

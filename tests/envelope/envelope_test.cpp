@@ -7,10 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "scenarios/catalog.hpp"
-#include "scenarios/envelope.hpp"
-#include "scenarios/loader.hpp"
-#include "scenarios/runner.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/envelope.hpp"
+#include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/runner.hpp"
 
 using namespace locksim;
 
