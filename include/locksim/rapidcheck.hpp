@@ -264,7 +264,8 @@ inline std::filesystem::path replay_dir() {
 }
 
 /// Writes the replay file of `sc` (a plan applied, its seed set) run with `protocol`, which gave `run`:
-/// into `dir` (empty: replay_dir()), named after the scenario, protocol and trace hash. Returns its path.
+/// into `dir` (empty: replay_dir(); made if missing), named after the scenario, protocol and trace hash.
+/// Returns its path.
 inline std::string write_replay(const Scenario& sc, const std::string& protocol, const RunOutput& run,
                                 const std::string& story, const std::string& found_by,
                                 const std::filesystem::path& dir = {}) {
@@ -278,6 +279,9 @@ inline std::string write_replay(const Scenario& sc, const std::string& protocol,
           c == '_' || c == '.' || c == '+'))
       c = '_';
   const std::filesystem::path d = dir.empty() ? replay_dir() : dir;
+  std::error_code
+      ec;  // a $LOCKSIM_REPLAY_DIR that does not exist yet is made (write_text_file says if it fails)
+  std::filesystem::create_directories(d, ec);
   const std::string path = (d / ("replay-" + name + ".toml")).string();
   write_text_file(path, scenario_to_toml(rs, &info));
   return path;
