@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "locksim/protocols/service.hpp"
 #include "locksim/scenarios/catalog.hpp"
 #include "locksim/scenarios/cli/cli.hpp"
 #include "locksim/scenarios/command_name.hpp"
@@ -112,8 +113,26 @@ int cmd_list() {
   auto& reg = ProtocolRegistry::instance();
   for (const auto& n : protocol_names()) {
     fmt::print("  {:<14} {}\n", n, reg.summary(n));
-    for (const Variant& v : reg.make(n)->variants())
-      fmt::print("  {:<14}   variant {}: {}\n", "", v.name, v.doc);
+    const auto proto = reg.make(n);
+    // The service it declares with the default settings: the names a scenario file's faults may aim at.
+    const ServiceDecl decl = proto->declare(ProtocolConfig{});
+    if (!decl.empty()) {
+      std::vector<std::string> groups;
+      for (std::size_t i = 0; i < decl.processes.size();) {
+        std::size_t j = i;
+        std::vector<std::string> names;
+        while (j < decl.processes.size() && decl.processes[j].roles == decl.processes[i].roles)
+          names.push_back(decl.processes[j++].name);
+        std::vector<std::string> roles;
+        for (ProcessRole r : decl.processes[i].roles) roles.emplace_back(to_string(r));
+        groups.push_back(fmt::format("{} ({})", compact_names(names), fmt::join(roles, ", ")));
+        i = j;
+      }
+      fmt::print("  {:<14}   service: {}; a grant needs {} server record(s){}\n", "", fmt::join(groups, ", "),
+                 std::max<std::uint32_t>(decl.quorum, 1),
+                 decl.names_hint.empty() ? "" : fmt::format(" ({})", decl.names_hint));
+    }
+    for (const Variant& v : proto->variants()) fmt::print("  {:<14}   variant {}: {}\n", "", v.name, v.doc);
   }
   fmt::print("\nresource (store) variants:\n");
   for (const Variant& v : resource_variants()) fmt::print("  {:<22} {}\n", v.name, v.doc);

@@ -112,6 +112,10 @@ if(NOT "${EXAMPLES_DIR}" STREQUAL "")
   # The user's binary runs every command on a scenario file whose fault names the protocol's own declared
   # server (lockd1): check (its expectations), explore (a failure shrunk into a replay file), replay.
   set(me ${bin}/token_lease_locksim)
+  execute_process(COMMAND ${me} list RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "token-lease-durable" OR NOT out MATCHES "service: lockd1 \\(server\\)")
+    message(FATAL_ERROR "the user's binary does not list its protocol and the service it declares (${rc}):\n${out}")
+  endif()
   run(${me} check ${EXAMPLES_DIR}/scenarios)
   execute_process(COMMAND ${me} explore ${EXAMPLES_DIR}/scenarios/token-lease-restart.toml -p token-lease --seeds 40
                           --keep-faults --no-progress --replay-out ${WORK_DIR}/replays/explored.toml
