@@ -210,8 +210,8 @@ int cmd_explore(const ExploreArgs& a) {
                 out_path, 0, "--resume",
                 fmt::format(
                     "the file holds shard {} of {} of seeds {}..{}, not shard {} of {} of seeds {}..{}",
-                    r.sweep->shard, r.sweep->shards, r.sweep->first_seed, r.sweep->last_seed, shard, shards,
-                    sweep.first_seed, sweep.last_seed));
+                    r.sweep->shard, r.sweep->shards, r.sweep->first_seed, r.sweep->last_seed, sweep.shard,
+                    sweep.shards, sweep.first_seed, sweep.last_seed));
           }
           if (done.empty() || r.seed > done.back()) {
             done.push_back(r.seed);
