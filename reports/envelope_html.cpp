@@ -8,6 +8,8 @@
 #include <cmath>
 #include <string_view>
 
+#include "locksim/reports/report.hpp"
+
 namespace locksim {
 
 namespace envelope_assets {
@@ -18,29 +20,7 @@ extern const std::string_view js;
 namespace {
 
 std::string esc(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return html_escape(s);
 }
 
 /// Round tick values: steps of 1, 2 or 5 × 10^k, about `want` of them over [lo, hi].

@@ -47,7 +47,9 @@ AnomalyLabels anomaly_labels(const Violation& v) {
 
 using nlohmann::json;
 
-std::string esc(std::string_view s) {
+}  // namespace
+
+std::string html_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 16);
   for (char c : s) {
@@ -72,6 +74,12 @@ std::string esc(std::string_view s) {
     }
   }
   return out;
+}
+
+namespace {
+
+std::string esc(std::string_view s) {
+  return html_escape(s);
 }
 
 /// JSON that is safe inside a <script> element: no '<', '>' or '&' outside escapes (they only occur in

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "locksim/scenarios/runner.hpp"
@@ -46,6 +47,8 @@ std::string json_report(const RunOutput& run, const Scenario& sc);
 /// writes, the violation ringed), the story, a legend, zoom and node-clock tooltips. For people, not for
 /// tools.
 std::string html_report(const RunOutput& run, const Scenario& sc);
+/// `s` with & < > " ' escaped for HTML text and attribute values (the run report and the envelope page).
+std::string html_escape(std::string_view s);
 
 /// Wall-clock seconds since construction, for JUnit durations shown on CI dashboards. The reports layer owns
 /// it so no real clock appears next to the simulation (sim/, protocols/, scenarios/); it never touches a run.
