@@ -303,7 +303,11 @@ void fault_lines(std::string& s, const FaultSpec& f) {
       s += fmt::format("target = {}\n", target);
       break;
     case K::clock_jump:
-      s += fmt::format("target = {}\nduration = {}\n", target, dur(x.duration));
+      if (x.duration_dist)
+        s += fmt::format("target = {}\nduration = {}\nback = {}\n", target, delay_text(*x.duration_dist),
+                         x.jump_back);
+      else
+        s += fmt::format("target = {}\nduration = {}\n", target, dur(x.duration));
       break;
     case K::clock_drift:
       s += fmt::format("target = {}\nppm = {}\n", target, x.ppm);
@@ -313,14 +317,16 @@ void fault_lines(std::string& s, const FaultSpec& f) {
         s += fmt::format("split = {}\n", q(f.split));
       else
         s += fmt::format("side_a = {}\nside_b = {}\n", name_list(f.side_a), name_list(f.side_b));
-      s += fmt::format("one_way = {}\nduration = {}\n", x.one_way, dur(x.duration));
+      s += fmt::format("one_way = {}\nduration = {}\n", x.one_way,
+                       x.duration_dist ? delay_text(*x.duration_dist) : dur(x.duration));
       break;
     case K::heal:
       break;
     case K::delay_spike:
-      s +=
-          fmt::format("target = {}\npeer = {}\nextra = {}\nduration = {}\ncount = {}\n", target_text(f, true),
-                      q(f.peer.empty() ? "*" : f.peer), dur(x.extra), dur(x.duration), x.count);
+      s += fmt::format("target = {}\npeer = {}\nextra = {}\nduration = {}\ncount = {}\n",
+                       target_text(f, true), q(f.peer.empty() ? "*" : f.peer),
+                       x.extra_dist ? delay_text(*x.extra_dist) : dur(x.extra),
+                       x.duration_dist ? delay_text(*x.duration_dist) : dur(x.duration), x.count);
       break;
   }
   // Repetition: only what the fault has, so a file without it reads as it always did.
@@ -418,7 +424,8 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
                      c.clock.drift_ppm);
   }
   for (const ClientSpec& c : sc.clients) {
-    s += fmt::format("\n[[client]]\nname = {}\nstart = {}\n", q(c.name), dur(c.start));
+    s += fmt::format("\n[[client]]\nname = {}\nstart = {}\n", q(c.name),
+                     c.start_dist ? delay_text(*c.start_dist) : dur(c.start));
     if (c.steps.empty()) {  // the default program, by its flags
       s += fmt::format("acquisitions = {}\nwrites_per_hold = {}\n", c.acquisitions, c.writes_per_hold);
       if (c.work_dist)
@@ -435,7 +442,9 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
     } else {
       s += fmt::format("steps = {}\n", steps_text(c.steps));
     }
-    s += fmt::format("retry_delay = {}\ngive_up_at = {}\n", dur(c.retry_delay), dur(c.give_up_at));
+    s += fmt::format("retry_delay = {}\ngive_up_at = {}\n",
+                     c.retry_delay_dist ? delay_text(*c.retry_delay_dist) : dur(c.retry_delay),
+                     dur(c.give_up_at));
     renewal_lines(s, c.renewal);
     if (!c.protocol.empty()) s += fmt::format("protocol = {}\n", client_settings_text(c.protocol));
   }

@@ -386,10 +386,16 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
       e.own_config = std::move(own);
     }
     e.give_up_at = c.give_up_at > 0ns ? c.give_up_at : sc.max_time;
-    ProcId id = world.spawn(c.name, [start = c.start, body = client_body(e, c)](Context& ctx) {
-      if (start > 0ns) ctx.sleep(start);
-      body(ctx);
-    });
+    ProcId id = world.spawn(
+        c.name, [start = c.start, start_dist = c.start_dist, body = client_body(e, c)](Context& ctx) {
+          Duration at = start;
+          if (start_dist) {  // drawn from a stream of its own: the client's other draws stay as they were
+            Rng rng = ctx.rng().stream("start");
+            at = start_dist->sample(rng);
+          }
+          if (at > 0ns) ctx.sleep(at);
+          body(ctx);
+        });
     (void)id;
     out.clients.push_back(c.name);
   }

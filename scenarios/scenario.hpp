@@ -66,7 +66,10 @@ struct RenewalSpec {
 /// acquire → for each write: [read] → [work] → [extend] → [check] → write → [release] → [think].
 struct ClientSpec {
   std::string name;
-  Time start{0};                        ///< when the client process starts (true time)
+  Time start{0};  ///< when the client process starts (true time)
+  /// `start` given as a distribution: drawn once, when the process starts, from the client's own stream
+  /// ("start"); `start` is then its latest value (what the loader checks against max_time).
+  std::optional<Dist> start_dist;
   std::uint32_t acquisitions = 1;       ///< successful acquisitions to perform before exiting
   std::uint32_t writes_per_hold = 1;    ///< writes inside each critical section
   Duration work_min{0}, work_max{0};    ///< work before each write (uniform), e.g. read–sleep–write
@@ -76,6 +79,9 @@ struct ClientSpec {
   /// The workload's wait after the protocol gave up acquiring, before it calls acquire again (not the
   /// protocol's own retry_delay between the attempts inside one acquire: ClientSettings, ProtocolConfig).
   Duration retry_delay{500ms};
+  /// `retry_delay` given as a distribution: drawn at each wait from the client's own stream
+  /// ("retry-delay"); `retry_delay` is then its longest value.
+  std::optional<Dist> retry_delay_dist;
   Time give_up_at{0};                ///< stop trying to acquire after this true time (0 = scenario max_time)
   bool read_modify_write = false;    ///< counter workload: read the value, work, write value+1
   bool check_before_write = true;    ///< check the lease looks valid right before each write (careful code)

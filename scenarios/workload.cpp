@@ -139,7 +139,8 @@ class ClientRun {
         ttl_(env.config->ttl),
         fenced_(env.protocol->fenced()),
         held_(std::make_shared<Holding>()),
-        guard_{env.history, env.world, std::nullopt} {}
+        guard_{env.history, env.world, std::nullopt},
+        retry_rng_(ctx.rng().stream("retry-delay")) {}
 
   void run(const std::vector<ClientStep>& program) {
     block(program);
@@ -225,7 +226,7 @@ class ClientRun {
       std::optional<Grant> g = client_->acquire(ctx_, env_.lock_key, ttl_);
       if (!g) {
         ctx_.note("acquire-failed");
-        ctx_.sleep(spec_.retry_delay);
+        ctx_.sleep(spec_.retry_delay_dist ? spec_.retry_delay_dist->sample(retry_rng_) : spec_.retry_delay);
         continue;
       }
       ++holds_;
@@ -432,6 +433,7 @@ class ClientRun {
   std::optional<Time> checked_;     ///< the last check of the current hold
   ProcId renewer_{};                ///< the renewal thread, once started
   RenewalDefaults renewal_;         ///< its plan
+  Rng retry_rng_;                   ///< draws of a retry_delay distribution (a stream of its own)
 };
 
 }  // namespace

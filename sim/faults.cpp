@@ -349,11 +349,18 @@ void World::fire_planned(std::size_t i) {
 }
 
 void World::fire_resolved(std::size_t i, const Fault& f, const Resolution& r) {
-  if (r.fire && f.duration_dist) {
+  if (r.fire && (f.duration_dist || f.extra_dist)) {
     FaultState& st = fault_state_[i];
-    if (!st.duration_rng) st.duration_rng = rng_.stream("fault-duration").stream(i);
     Fault g = f;
-    g.duration = f.duration_dist->sample(*st.duration_rng);
+    if (f.duration_dist) {
+      if (!st.duration_rng) st.duration_rng = rng_.stream("fault-duration").stream(i);
+      g.duration = f.duration_dist->sample(*st.duration_rng);
+      if (f.jump_back) g.duration = -g.duration;
+    }
+    if (f.extra_dist) {
+      if (!st.extra_rng) st.extra_rng = rng_.stream("fault-extra").stream(i);
+      g.extra = f.extra_dist->sample(*st.extra_rng);
+    }
     fire(g, r.detail);
   } else if (r.fire) {
     fire(f, r.detail);
@@ -371,6 +378,7 @@ void World::fire(const Fault& f, std::string_view detail) {
 
 void World::fire_one(const Fault& f, ProcId target, std::string_view detail) {
   std::string text = f.duration != 0ns ? fmt::format("duration={}", format_time(f.duration)) : "";
+  if (f.extra_dist) text += fmt::format("{}extra={}", text.empty() ? "" : " ", format_time(f.extra));
   if (!detail.empty()) text += (text.empty() ? "" : " ") + std::string(detail);
   record(TraceKind::fault, target, f.peer, 0, std::string(to_string(f.kind)), text);
   switch (f.kind) {

@@ -108,9 +108,14 @@ struct Fault {
   /// without a target (partition, heal) ignore it.
   std::vector<ProcId> more_targets;
   Repeat repeat;
-  /// When set (pause, crash), every firing draws its `duration` from this, from the fault's own seeded stream
-  /// (a heavy-tailed GC pause); `duration` is then only the plan's description.
+  /// When set, every firing draws its `duration` from this, from the fault's own seeded stream (a
+  /// heavy-tailed GC pause; a crash's downtime; a partition's length; a clock jump's size; a delay spike's
+  /// window); `duration` is then only the plan's description.
   std::optional<Dist> duration_dist;
+  /// clock_jump with duration_dist: the drawn jump goes back (the wall clock is set earlier by the draw).
+  bool jump_back = false;
+  /// delay_spike: when set, every firing draws its `extra` from this (a stream of its own).
+  std::optional<Dist> extra_dist;
   /// When set, called at every firing to compute the targets (TargetCallback); the planned targets are then
   /// what the callback starts from.
   TargetCallback targets_at_fire;

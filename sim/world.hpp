@@ -447,7 +447,7 @@ class World {
     std::uint32_t hits = 0;   ///< trigger events matched so far
     std::uint32_t fired = 0;  ///< firings queued or done
     Time first{0};            ///< nominal time of the first firing
-    std::optional<Rng> jitter_rng, pick_rng, duration_rng, period_rng;
+    std::optional<Rng> jitter_rng, pick_rng, duration_rng, period_rng, extra_rng;
     Time nominal{0};  ///< a drawn period (Repeat::every_dist): the nominal time of the last firing queued
   };
   std::vector<FaultState> fault_state_;

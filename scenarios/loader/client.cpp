@@ -12,7 +12,9 @@ constexpr FieldDoc kClientFields[] = {
     {"name", "string", "clientN (N = position)", "process name"},
     {"count", "integer 1..100,000", "1", "make count clients named name1..nameN (name defaults to client)"},
     {"stagger", "duration", "\"0\"", "with count: client k starts at start + (k-1) * stagger"},
-    {"start", "time", "\"0\"", "when the client starts; must be before max_time"},
+    {"start", "time or distribution", "\"0\"",
+     "when the client starts; must be before max_time (a distribution: drawn once per run, from the "
+     "client's own seeded stream; its longest value must be before max_time)"},
     {"acquisitions", "integer 1..10,000,000", "1", "successful acquisitions before the client exits"},
     {"writes_per_hold", "integer 0..1,000,000", "1", "writes in each critical section"},
     {"work", "duration or distribution", "\"0\"",
@@ -24,9 +26,9 @@ constexpr FieldDoc kClientFields[] = {
      "distribution"},
     {"think_min", "duration", "\"0\"", "think drawn uniformly in [think_min, think_max]"},
     {"think_max", "duration", "think_min", "the upper bound of think"},
-    {"retry_delay", "duration", "\"500ms\"",
+    {"retry_delay", "duration or distribution", "\"500ms\"",
      "the workload's wait after the protocol gave up acquiring, before it acquires again (not [protocol] "
-     "retry_delay, the wait between the attempts inside one acquire)"},
+     "retry_delay, the wait between the attempts inside one acquire); a distribution is drawn at each wait"},
     {"give_up_at", "time", "\"0\" (= max_time)", "stop trying to acquire after this time"},
     {"read_modify_write", "bool", "false", "counter workload: read, work, write read+1"},
     {"check_before_write", "bool", "true", "check the lease still looks valid right before each write"},
@@ -322,7 +324,17 @@ void Loader::clients(const Tab& root, Scenario& s) {
     if (!valid_ident(name)) {
       fail_at(c, "name", fmt::format("'{}' is not a valid name: use letters, digits, '_', '-', '.'", name));
     }
-    if (auto v = duration(c, "start", Sign::non_negative)) spec.start = *v;
+    if (const toml::node* d = c.get("start"); d != nullptr && d->is_table()) {
+      DistRules rules;
+      rules.limit = max_time_ - 1ns;
+      rules.limit_name =
+          fmt::format("limits.max_time ({}): the client would never run", format_time(max_time_));
+      rules.noun = "start";
+      spec.start_dist = parse_dist(*d, c.field("start"), file_, rules);
+      spec.start = spec.start_dist->upper_bound();  // the latest start: what the max_time check below needs
+    } else if (auto v = duration(c, "start", Sign::non_negative)) {
+      spec.start = *v;
+    }
     if (auto v = integer(c, "acquisitions", 1, kMaxAcquisitions))
       spec.acquisitions = static_cast<std::uint32_t>(*v);
     if (auto v = integer(c, "writes_per_hold", 0, 1'000'000))
@@ -352,7 +364,16 @@ void Loader::clients(const Tab& root, Scenario& s) {
     };
     range("work", "work_min", "work_max", spec.work_min, spec.work_max, spec.work_dist);
     range("think", "think_min", "think_max", spec.think_min, spec.think_max, spec.think_dist);
-    if (auto v = duration(c, "retry_delay", Sign::non_negative)) spec.retry_delay = *v;
+    if (const toml::node* d = c.get("retry_delay"); d != nullptr && d->is_table()) {
+      DistRules rules;
+      rules.limit = max_time_;
+      rules.limit_name = fmt::format("limits.max_time ({})", format_time(max_time_));
+      rules.noun = "retry_delay";
+      spec.retry_delay_dist = parse_dist(*d, c.field("retry_delay"), file_, rules);
+      spec.retry_delay = spec.retry_delay_dist->upper_bound();
+    } else if (auto v = duration(c, "retry_delay", Sign::non_negative)) {
+      spec.retry_delay = *v;
+    }
     if (auto v = duration(c, "give_up_at", Sign::non_negative)) spec.give_up_at = *v;
     if (auto v = boolean(c, "read_modify_write")) spec.read_modify_write = *v;
     if (auto v = boolean(c, "check_before_write")) spec.check_before_write = *v;
@@ -375,6 +396,10 @@ void Loader::clients(const Tab& root, Scenario& s) {
     if (auto v = duration(c, "stagger", Sign::non_negative)) {
       if (!count) fail_at(c, "stagger", "stagger spaces out the starts of `count` clients: add count = N");
       stagger = *v;
+      if (spec.start_dist && stagger > 0ns)
+        fail_at(c, "stagger",
+                "stagger does not combine with a start distribution (each client draws its own start): "
+                "drop stagger, or give start as a duration");
     }
     const std::uint32_t n = count ? static_cast<std::uint32_t>(*count) : 1;
     if (s.clients.size() + n > kMaxClients) {

@@ -18,10 +18,14 @@ constexpr FieldDoc kFaultFields[] = {
      "any); a role (\"leader\", \"primary\", \"holder\", \"holder-servers\", \"any-server\", "
      "\"any-client\") is resolved each time the fault fires; an array hits each"},
     {"peer", "process name or \"*\"", "\"*\"", "delay_spike: the receiver"},
-    {"duration", "duration (pause, crash: or a distribution, drawn at every firing)", "",
+    {"duration", "duration or a distribution (drawn at every firing)", "",
      "pause: how long (> 0, required); crash: restart after it (\"0\" = stay down); clock_jump: how far "
-     "(non-zero, negative = back); partition: heal after it (\"0\" = never); delay_spike: the window"},
-    {"extra", "duration > 0", "", "delay_spike: the delay added to each matching message (required)"},
+     "(non-zero, negative = back; a distribution's draws are forward unless back = true); partition: heal "
+     "after it (\"0\" = never); delay_spike: the window. A distribution's values must be > 0 (a crash's "
+     "may be 0)"},
+    {"back", "bool", "false", "clock_jump with a distribution as duration: jump back by each draw"},
+    {"extra", "duration > 0 or a distribution (min > 0, drawn at every firing)", "",
+     "delay_spike: the delay added to each matching message (required)"},
     {"ppm", "integer -500,000..500,000", "", "clock_drift: the new drift (required)"},
     {"power_loss", "bool", "false",
      "crash: lose what was not fsynced (machine crash), not just volatile state"},
@@ -156,7 +160,7 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
       {K::pause, {"target", "duration"}},
       {K::crash, {"target", "duration", "power_loss"}},
       {K::restart, {"target"}},
-      {K::clock_jump, {"target", "duration"}},
+      {K::clock_jump, {"target", "duration", "back"}},
       {K::clock_drift, {"target", "ppm"}},
       {K::partition, {"side_a", "side_b", "split", "duration", "one_way"}},
       {K::heal, {}},
@@ -192,6 +196,13 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
     spec.peer = *p == "*" ? "" : *p;
   }
   repetition(f, spec);
+  // A distribution for a length that must be > 0 at every firing (the plan's own value 0 means "forever").
+  auto positive_dist = [&](const Tab& t, const char* key, const char* noun) {
+    DistRules rules;
+    rules.sign = DistRules::Sign::positive;
+    rules.noun = noun;
+    return parse_dist(*t.get(key), t.field(key), file_, rules);
+  };
   switch (kind) {
     case K::pause:
       need(f, "duration", "duration = \"15s\" (how long the process stops)");
@@ -217,14 +228,30 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
       break;
     case K::clock_jump:
       need(f, "duration", "duration = \"15s\" (how far the wall clock jumps; negative = back)");
-      spec.fault.duration = *duration(f, "duration", Sign::non_zero);
+      if (f.get("duration")->is_table()) {
+        spec.fault.duration_dist = positive_dist(f, "duration", "jump");
+        spec.fault.jump_back = boolean(f, "back").value_or(false);
+        spec.fault.duration = spec.fault.duration_dist->upper_bound() * (spec.fault.jump_back ? -1 : 1);
+      } else {
+        if (f.has("back"))
+          fail_at(
+              f, "back",
+              "back = true goes with a distribution as duration; a fixed jump back is a negative duration "
+              "(duration = \"-15s\")");
+        spec.fault.duration = *duration(f, "duration", Sign::non_zero);
+      }
       break;
     case K::clock_drift:
       need(f, "ppm", "ppm = 100 (the new drift in parts per million)");
       spec.fault.ppm = *integer(f, "ppm", -NodeClock::kMaxDriftPpm, NodeClock::kMaxDriftPpm);
       break;
     case K::partition: {
-      spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
+      if (const toml::node* dn = f.get("duration"); dn && dn->is_table()) {
+        spec.fault.duration_dist = positive_dist(f, "duration", "partition");
+        spec.fault.duration = spec.fault.duration_dist->upper_bound();
+      } else {
+        spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
+      }
       spec.fault.one_way = boolean(f, "one_way").value_or(false);
       if (f.has("split")) {
         if (f.has("side_a") || f.has("side_b"))
@@ -269,8 +296,18 @@ FaultSpec Loader::fault(const Tab& f, const Scenario& s) const {
     }
     case K::delay_spike:
       need(f, "extra", "extra = \"15s\" (the delay added to each matching message)");
-      spec.fault.extra = *duration(f, "extra", Sign::positive);
-      spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
+      if (f.get("extra")->is_table()) {
+        spec.fault.extra_dist = positive_dist(f, "extra", "delay");
+        spec.fault.extra = spec.fault.extra_dist->upper_bound();
+      } else {
+        spec.fault.extra = *duration(f, "extra", Sign::positive);
+      }
+      if (const toml::node* dn = f.get("duration"); dn && dn->is_table()) {
+        spec.fault.duration_dist = positive_dist(f, "duration", "window");
+        spec.fault.duration = spec.fault.duration_dist->upper_bound();
+      } else {
+        spec.fault.duration = duration(f, "duration", Sign::non_negative).value_or(0ns);
+      }
       spec.fault.count = static_cast<std::uint32_t>(integer(f, "count", 0, kMaxAcquisitions).value_or(0));
       break;
     case K::restart:
