@@ -104,6 +104,7 @@ class Database {
     std::uint64_t snapshot = 0;  ///< the last commit visible to the transaction
     Time tx_now{};               ///< tx.Now()
     Time idle_since{};           ///< monotonic: when the last statement was answered
+    std::uint64_t last_seq = 0;  ///< the last statement taken (SqlRequest::seq)
     std::map<RowKey, Row> writes;
     std::vector<RowKey> locks;
     std::optional<Message> waiting;  ///< the statement waiting for a row lock
@@ -235,7 +236,7 @@ class Database {
       const std::uint64_t next = wit->second.front();
       wit->second.pop_front();
       auto sit = sessions_.find(next);
-      if (sit == sessions_.end()) continue;
+      if (sit == sessions_.end() || !sit->second.waiting || sit->second.waiting_for != k) continue;
       // A backend waiting on a lock does not watch its socket (client_connection_check_interval = 0): it
       // finds its client gone only now, when it would answer.
       if (next < kInternalSession && connections_->is_closed(next)) {
@@ -284,6 +285,13 @@ class Database {
 
   void statement(const Message& m, const SqlRequest& rq) {
     auto it = sessions_.find(rq.session);
+    // A copy of a statement already taken (the network duplicated it): TCP would never deliver it.
+    if (it != sessions_.end() && rq.seq <= it->second.last_seq) return;
+    if (rq.connect && it != sessions_.end()) {
+      terminate(rq.session);  // a new connection never continues an old session
+      it = sessions_.end();
+    }
+    if (it == sessions_.end() && rq.connect && rq.seq != 1) return;  // a late copy of a connect
     if (it == sessions_.end()) {
       if (!rq.connect || rq.session >= kInternalSession) {
         reply(m, SqlReply{.ok = false, .error = kSessionTerminated});
@@ -292,6 +300,7 @@ class Database {
       it = sessions_.emplace(rq.session, Session{}).first;
     }
     Session& s = it->second;
+    s.last_seq = rq.seq;
     if (!primary_) {
       terminate(rq.session);
       reply(m, SqlReply{.ok = false, .error = kReadOnly});

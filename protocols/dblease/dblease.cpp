@@ -66,7 +66,7 @@ void DbLeaseClient::set_validity(Context& ctx, Grant& g, Time expires, Time sent
 
 std::optional<Grant> DbLeaseClient::acquire(Context& ctx, const std::string& key, Duration ttl) {
   const Time sent = ctx.now();
-  const std::string owner = fmt::format("{}#{:08x}", ctx.name(), ctx.rng().next() & 0xffffffffu);
+  const std::string owner = fmt::format("{}#{}", ctx.name(), conn_.unique());
   Row row;
   Time now{};
   // The notes' AcquireLease: free or expired by the database's clock, then Token++, Owner, Expires.

@@ -47,6 +47,9 @@ enum class SqlOp : std::uint8_t { begin, select_for_update, update, commit, roll
 struct SqlRequest {
   SqlOp op = SqlOp::begin;
   std::uint64_t session = 0;
+  /// The statement's place in its session (1, 2, ...): the server takes each once and in order, as TCP
+  /// delivers a stream, whatever the simulated network duplicates.
+  std::uint64_t seq = 0;
   bool connect = false;
   std::string table;
   std::string key;
@@ -71,6 +74,9 @@ struct SqlReply {
 /// server's side sees the FIN. One per world, shared by the database processes and the clients.
 struct Connections {
   std::map<std::uint64_t, bool> closed;
+  std::uint64_t last_session = 0;
+  /// A new connection's id: unique in the world (a restarted client's new connections too).
+  std::uint64_t open() { return ++last_session; }
   void close(std::uint64_t session) { closed[session] = true; }
   bool is_closed(std::uint64_t session) const {
     auto it = closed.find(session);
@@ -114,12 +120,15 @@ class SqlConnection {
   std::optional<SqlReply> exec(Context& ctx, SqlRequest rq, Time deadline, std::string_view note = {});
   /// Closes the connection (an open transaction rolls back when the server sees it).
   void drop();
+  /// A number no other call in this world returns (for owner names that a restarted client cannot repeat).
+  std::uint64_t unique() { return connections_->open(); }
 
  private:
   std::vector<ProcId> servers_;
   std::shared_ptr<Connections> connections_;
   std::size_t target_ = 0;
   std::uint64_t session_ = 0;  ///< 0: not connected
+  std::uint64_t seq_ = 0;      ///< the last statement's SqlRequest::seq on this session
 };
 
 }  // namespace locksim::dblease

@@ -42,11 +42,12 @@ std::optional<SqlReply> SqlConnection::exec(Context& ctx, SqlRequest rq, Time de
                                             std::string_view note) {
   if (servers_.empty()) return std::nullopt;
   if (session_ == 0) {
-    // A session id of this connection's own: drawn at random below the server's internal ids.
-    session_ = (ctx.rng().next() >> 1) | 1;
+    session_ = connections_->open();
+    seq_ = 0;
     rq.connect = true;
   }
   rq.session = session_;
+  rq.seq = ++seq_;
   const Duration left = deadline - ctx.now();
   if (left <= 0ns) return std::nullopt;
   std::string detail = rq.key.empty() ? std::string() : fmt::format("{}/{}", rq.table, rq.key);
