@@ -1,3 +1,4 @@
+#include "locksim/protocols/dblease/dblease.hpp"
 #include "locksim/protocols/lock.hpp"
 #include "locksim/protocols/raft/lease.hpp"
 #include "locksim/protocols/redis/redis.hpp"
@@ -10,6 +11,7 @@ void register_builtin_protocols() {
   done = true;
   register_lease_protocols(ProtocolRegistry::instance());
   register_redis_protocols(ProtocolRegistry::instance());
+  register_dblease_protocols(ProtocolRegistry::instance());
 }
 
 }  // namespace locksim

@@ -92,6 +92,14 @@ struct ProtocolConfig {
   /// lease's revisions start at it (so its first token is at least this). 0: the service's own start (1).
   std::uint64_t first_token = 0;
 
+  // Database lease
+  /// PostgreSQL's idle_in_transaction_session_timeout: a session idle inside a transaction this long is
+  /// ended, its transaction rolled back (0: off, PostgreSQL's default).
+  Duration idle_in_transaction_timeout{0};
+  /// The fenced resource lives in the lease's own database (the fence row and the write in one
+  /// transaction), not in the store process.
+  bool same_db_resource = false;
+
   // Variants for teaching (broken on purpose).
   std::string variant;  ///< e.g. "gt-fence" (">" instead of ">="), "client-check"
 
@@ -173,6 +181,13 @@ class Protocol {
   /// Spawn the service's processes. Servers record service-side grants through History::recorder (write
   /// only).
   virtual ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) = 0;
+  /// The declared process that serves the resource's reads and writes itself, when the protected data lives
+  /// in the lock service (a database holding the fence row beside the lease row); "" (the default): the
+  /// store process does.
+  virtual std::string resource_process(const ProtocolConfig& cfg) const {
+    (void)cfg;
+    return {};
+  }
   /// A client for one client process (called inside that process's fiber, before its first acquire), or for
   /// one thread of it (a renewal thread makes its own, on its own Context; LockClient::extend must work on a
   /// grant another client of the same process acquired).

@@ -68,8 +68,8 @@ inline constexpr std::array<std::string_view, 30> all = {
 
 /// Protocol names a file may use even before the protocol is registered (so catalog files validate while the
 /// protocols are being written); the registry's names are accepted as well.
-inline constexpr std::array<std::string_view, 5> kKnownProtocolNames = {"redis", "redlock", "redis+incr",
-                                                                        "lease", "lease+fence"};
+inline constexpr std::array<std::string_view, 7> kKnownProtocolNames = {
+    "redis", "redlock", "redis+incr", "lease", "lease+fence", "db-lease", "db-lease+fence"};
 
 /// Largest duration or time anywhere in a file: nothing a lock scenario needs is longer than a year.
 inline constexpr Duration kMaxDuration = std::chrono::hours(24 * 365);

@@ -368,6 +368,7 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   ServiceInfo service = build_service(*protocol, world, cfg, history);
   ProcId resource = spawn_resource(world, sc.resource_name,
                                    ResourceOptions{out.resource_mode, sc.resource_variant}, history);
+  if (const std::string own = protocol->resource_process(cfg); !own.empty()) resource = world.find(own);
 
   WorkloadEnv env;
   env.world = &world;

@@ -10,10 +10,13 @@ constexpr FieldDoc kProtocolFields[] = {
     {"fsync", "\"never\" | \"periodic\" | \"always\"", "\"never\"", "appendfsync; needs aof = true"},
     {"fsync_period", "duration > 0", "\"1s\"", "period of fsync = \"periodic\""},
     {"replica", "bool", "false",
-     "single Redis: an async replica (replica1) and a sentinel (sentinel1) that fails over"},
+     "single Redis: an async replica (replica1) and a sentinel (sentinel1) that fails over; db-lease: an "
+     "async hot standby (db2) promoted once it has not heard db1 for failover_after"},
     {"replication_delay", "duration", "\"50ms\"",
      "async replication lag: how long a write waits on the master before it is streamed"},
-    {"failover_after", "duration", "\"5s\"", "sentinel down-after-milliseconds"},
+    {"failover_after", "duration", "\"5s\"",
+     "sentinel down-after-milliseconds; db-lease: how long db2 waits without hearing db1 before it is "
+     "promoted"},
     {"incr_token", "bool", "false", "single Redis: fencing token from INCR on the master"},
     {"drift_factor", "number 0..1", "0.01",
      "Redlock drift = ttl * factor + clock_drift_allowance (stored exactly in ppm)"},
@@ -29,7 +32,8 @@ constexpr FieldDoc kProtocolFields[] = {
      "antirez: re-check the elapsed time on the monotonic clock after acquiring"},
     {"keepalive_interval", "duration", "\"0\"", "lease keep-alive period; \"0\" means ttl / 3"},
     {"rpc_timeout", "duration", "\"0\"",
-     "lease client's RPC timeout; \"0\" means max(2 × election_timeout_max, 100ms)"},
+     "lease client's RPC timeout; \"0\" means max(2 × election_timeout_max, 100ms); db-lease: how long one "
+     "transaction may take (\"0\" means the TTL, as cirello.io/pglock)"},
     {"expiry_check_interval", "duration", "\"500ms\"",
      "lease: how often the leader looks for expired leases (etcd's lessor: every 500 ms; \"0\" = at the "
      "exact "
@@ -37,6 +41,12 @@ constexpr FieldDoc kProtocolFields[] = {
     {"first_token", "integer 0..2^53", "0",
      "the first fencing token: redis+incr's first INCR returns it; the lease's revisions start at it "
      "(0 = the service's own start, 1)"},
+    {"idle_in_transaction_timeout", "duration", "\"0\"",
+     "db-lease: PostgreSQL's idle_in_transaction_session_timeout, a session idle inside a transaction this "
+     "long is ended and rolled back (\"0\" = off, PostgreSQL's default)"},
+    {"resource", "\"store\" | \"same-db\"", "\"store\"",
+     "db-lease: where the fenced resource lives, the store process or the lease's own database (the fence "
+     "row and the write in one transaction on db1)"},
     {"election_timeout_min", "duration > 0", "\"150ms\"", "Raft"},
     {"election_timeout_max", "duration > 0", "\"300ms\"", "Raft; at least election_timeout_min"},
     {"heartbeat", "duration > 0", "\"50ms\"", "Raft; shorter than election_timeout_min"},
@@ -148,6 +158,10 @@ void Loader::protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) co
   if (auto v = duration(t, "expiry_check_interval", Sign::non_negative)) c.expiry_check_interval = *v;
   if (auto v = integer(t, "first_token", 0, std::int64_t{1} << 53))
     c.first_token = static_cast<std::uint64_t>(*v);
+  if (auto v = duration(t, "idle_in_transaction_timeout", Sign::non_negative))
+    c.idle_in_transaction_timeout = *v;
+  if (auto v = enumeration<bool>(t, "resource", {{"store", false}, {"same-db", true}}))
+    c.same_db_resource = *v;
   if (auto v = duration(t, "election_timeout_min", Sign::positive)) c.election_timeout_min = *v;
   if (auto v = duration(t, "election_timeout_max", Sign::positive)) c.election_timeout_max = *v;
   if (auto v = duration(t, "heartbeat", Sign::positive)) c.heartbeat = *v;
