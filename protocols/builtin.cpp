@@ -1,6 +1,7 @@
 #include "locksim/protocols/lock.hpp"
 #include "locksim/protocols/raft/lease.hpp"
 #include "locksim/protocols/redis/redis.hpp"
+#include "locksim/protocols/zookeeper/zookeeper.hpp"
 
 namespace locksim {
 
@@ -10,6 +11,7 @@ void register_builtin_protocols() {
   done = true;
   register_lease_protocols(ProtocolRegistry::instance());
   register_redis_protocols(ProtocolRegistry::instance());
+  register_zookeeper_protocols(ProtocolRegistry::instance());
 }
 
 }  // namespace locksim

@@ -172,6 +172,10 @@ class Client {
   /// Follow a not-leader answer (or a timeout when `reply` is null): pick the hinted or next member.
   void redirect(const ClientReply* reply);
   ProcId target() const { return servers_[target_]; }
+  /// The member requests go to, as an index into the servers: clients that share one connection (a
+  /// ZooKeeper session's fibers) hand it to each other.
+  std::size_t target_index() const { return target_; }
+  void set_target_index(std::size_t i) { target_ = i % servers_.size(); }
   /// An answer that says the command was not run: "not-leader", or the refusal of a member's host
   /// ("conn-refused", NetworkOptions::refuse_when_down).
   static bool nothing_done(const ClientReply& r);
