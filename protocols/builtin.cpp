@@ -2,6 +2,7 @@
 #include "locksim/protocols/lock.hpp"
 #include "locksim/protocols/raft/lease.hpp"
 #include "locksim/protocols/redis/redis.hpp"
+#include "locksim/protocols/zookeeper/zookeeper.hpp"
 
 namespace locksim {
 
@@ -12,6 +13,7 @@ void register_builtin_protocols() {
   register_lease_protocols(ProtocolRegistry::instance());
   register_redis_protocols(ProtocolRegistry::instance());
   register_dblease_protocols(ProtocolRegistry::instance());
+  register_zookeeper_protocols(ProtocolRegistry::instance());
 }
 
 }  // namespace locksim

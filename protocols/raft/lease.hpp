@@ -1,5 +1,5 @@
 #pragma once
-/// The consensus-backed lease protocols on our Raft lock service (protocols/raft/raft.hpp):
+/// The consensus-backed lease protocols on our Raft lock service (protocols/raft/lease_group.hpp):
 ///  - `lease`: grant a lease with the requested TTL, lock a key under it, keep it alive; the client believes
 ///  it holds
 ///    the lock while its own monotonic clock says the lease is valid, measured from when it SENT the last
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "locksim/protocols/lock.hpp"
-#include "locksim/protocols/raft/raft.hpp"
+#include "locksim/protocols/raft/lease_group.hpp"
 
 namespace locksim {
 

@@ -1,5 +1,9 @@
 #include "locksim/protocols/raft/lock_service.hpp"
 
+#include <fmt/format.h>
+
+#include <charconv>
+
 namespace locksim::raft {
 
 std::string_view to_string(Op op) {
@@ -18,6 +22,35 @@ std::string_view to_string(Op op) {
       return "unlock";
   }
   return "?";
+}
+
+std::string encode_command(const Command& c) {
+  return fmt::format("{} {} {} {} {}", static_cast<int>(c.op), c.lease, c.ttl.count(), c.expired ? 1 : 0,
+                     c.name);
+}
+
+std::optional<Command> decode_command(std::string_view s) {
+  std::uint64_t nums[4] = {};
+  std::int64_t ttl = 0;
+  const char* p = s.data();
+  const char* end = s.data() + s.size();
+  for (int i = 0; i < 4; ++i) {
+    std::from_chars_result r{};
+    if (i == 2)
+      r = std::from_chars(p, end, ttl);
+    else
+      r = std::from_chars(p, end, nums[i]);
+    if (r.ec != std::errc{} || r.ptr == end || *r.ptr != ' ') return std::nullopt;
+    p = r.ptr + 1;
+  }
+  if (nums[0] > static_cast<std::uint64_t>(Op::unlock)) return std::nullopt;
+  Command c;
+  c.op = static_cast<Op>(nums[0]);
+  c.lease = nums[1];
+  c.ttl = Duration{ttl};
+  c.expired = nums[3] != 0;
+  c.name.assign(p, end);
+  return c;
 }
 
 // ---------------------------------------------------------------- lock service

@@ -37,6 +37,10 @@ struct Command {
   friend bool operator==(const Command&, const Command&) = default;
 };
 
+/// A command's text in the log (LogEntry::cmd): `<op> <lease> <ttl ns> <expired> <name>`.
+std::string encode_command(const Command& c);
+std::optional<Command> decode_command(std::string_view s);
+
 /// The lock service: deterministic, the same on every member for the same log prefix.
 class LockService {
  public:

@@ -10,33 +10,16 @@ namespace locksim::raft {
 
 // ---------------------------------------------------------------- encoding
 
-std::string encode(const Entry& e) {
-  return fmt::format("{} {} {} {} {} {}", e.term, static_cast<int>(e.cmd.op), e.cmd.lease, e.cmd.ttl.count(),
-                     e.cmd.expired ? 1 : 0, e.cmd.name);
+std::string encode_entry(const LogEntry& e) {
+  return fmt::format("{} {}", e.term, e.cmd);
 }
 
-std::optional<Entry> decode(std::string_view s) {
-  std::uint64_t nums[5] = {};
-  std::int64_t ttl = 0;
-  const char* p = s.data();
+std::optional<LogEntry> decode_entry(std::string_view s) {
+  LogEntry e;
   const char* end = s.data() + s.size();
-  for (int i = 0; i < 5; ++i) {
-    std::from_chars_result r{};
-    if (i == 3)
-      r = std::from_chars(p, end, ttl);
-    else
-      r = std::from_chars(p, end, nums[i]);
-    if (r.ec != std::errc{} || r.ptr == end || *r.ptr != ' ') return std::nullopt;
-    p = r.ptr + 1;
-  }
-  if (nums[1] > static_cast<std::uint64_t>(Op::unlock)) return std::nullopt;
-  Entry e;
-  e.term = nums[0];
-  e.cmd.op = static_cast<Op>(nums[1]);
-  e.cmd.lease = nums[2];
-  e.cmd.ttl = Duration{ttl};
-  e.cmd.expired = nums[4] != 0;
-  e.cmd.name.assign(p, end);
+  auto r = std::from_chars(s.data(), end, e.term);
+  if (r.ec != std::errc{} || r.ptr == end || *r.ptr != ' ') return std::nullopt;
+  e.cmd.assign(r.ptr + 1, end);
   return e;
 }
 
@@ -57,7 +40,7 @@ struct AppendRequest {
   std::uint64_t term = 0;
   std::uint64_t prev_index = 0;
   std::uint64_t prev_term = 0;
-  std::vector<Entry> entries;
+  std::vector<LogEntry> entries;
   std::uint64_t commit = 0;
   Time sent{};  ///< the leader's monotonic clock when it sent this request
 };
@@ -84,24 +67,38 @@ std::string log_key(std::uint64_t i) {
 
 enum class Role : std::uint8_t { follower, candidate, leader };
 
-/// A client request waiting for its entry to be applied (or, for a lock, for its key to become the holder).
-struct Pending {
-  ProcId client;
-  std::uint64_t msg = 0;  // request message id (reply_to)
-  std::uint64_t req = 0;
-  Time appended{};
-};
-
 struct Shared {
-  RaftOptions opts;
+  GroupOptions opts;
   std::vector<std::string> names;
-  std::shared_ptr<const Observer> observer;
+  ServiceFactory make;
+  std::shared_ptr<const GroupObserver> observer;
 };
 
 /// One member: an event loop over its mailbox and its timers.
-class Node {
+class Node final : public Member {
  public:
-  Node(Context& ctx, const Shared& shared) : ctx_(ctx), sh_(shared), obs_(shared.observer.get()) {}
+  Node(Context& ctx, const Shared& shared) : ctx_(ctx), sh_(shared), obs_(shared.observer.get()) {
+    svc_ = sh_.make(*this);
+  }
+
+  // ------------------------------------------------ what the service sees
+  Context& ctx() override { return ctx_; }
+  bool leading() const override { return role_ == Role::leader; }
+  std::uint64_t term() const override { return term_; }
+  std::uint64_t last_index() const override { return log_.size() - 1; }
+  std::uint64_t commit_index() const override { return commit_; }
+  const LogEntry& entry(std::uint64_t index) const override { return log_[index]; }
+  std::uint64_t propose(std::string cmd) override {
+    propose(std::move(cmd), nullptr);
+    return last_index();
+  }
+  std::optional<Pending> take_pending(std::uint64_t index) override {
+    auto pit = pending_.find(index);
+    if (pit == pending_.end()) return std::nullopt;
+    Pending p = pit->second;
+    pending_.erase(pit);
+    return p;
+  }
 
   void run() {
     for (const auto& n : sh_.names) {
@@ -123,7 +120,7 @@ class Node {
  private:
   // ------------------------------------------------ persistence
   void load() {
-    log_.assign(1, Entry{});  // log_[0]: sentinel with term 0
+    log_.assign(1, LogEntry{});  // log_[0]: sentinel with term 0
     Storage& st = ctx_.storage();
     if (auto h = st.get(kHardKey)) {
       std::uint64_t vote = 0;
@@ -138,7 +135,7 @@ class Node {
     if (auto l = st.get(kLastKey)) std::from_chars(l->data(), l->data() + l->size(), last);
     for (std::uint64_t i = 1; i <= last; ++i) {
       auto s = st.get(log_key(i));
-      auto e = s ? decode(*s) : std::nullopt;
+      auto e = s ? decode_entry(*s) : std::nullopt;
       if (!e) break;  // a torn tail after a power loss: keep the prefix that survived
       log_.push_back(std::move(*e));
     }
@@ -146,9 +143,9 @@ class Node {
   void save_hard() {
     ctx_.storage().put(kHardKey, fmt::format("{} {}", term_, voted_for_ ? *voted_for_ + 1 : 0));
   }
-  void append_local(Entry e) {
+  void append_local(LogEntry e) {
     log_.push_back(std::move(e));
-    ctx_.storage().put(log_key(last_index()), encode(log_.back()));
+    ctx_.storage().put(log_key(last_index()), encode_entry(log_.back()));
     ctx_.storage().put(kLastKey, std::to_string(last_index()));
   }
   void truncate_after(std::uint64_t n) {
@@ -160,7 +157,6 @@ class Node {
     for (std::uint64_t i = n + 1; i <= old; ++i) ctx_.storage().erase(log_key(i));
   }
 
-  std::uint64_t last_index() const { return log_.size() - 1; }
   std::uint64_t last_term() const { return log_.back().term; }
   std::size_t majority() const { return (peers_.size() + 1) / 2 + 1; }
 
@@ -173,11 +169,9 @@ class Node {
   Time next_timer() const {
     if (role_ != Role::leader) return election_deadline_;
     // Without check-quorum the quorum deadline is never moved on: waking for it would spin at one instant.
-    Time t = sh_.opts.check_quorum ? std::min(heartbeat_deadline_, quorum_deadline_) : heartbeat_deadline_;
-    for (const auto& [lease, d] : deadlines_)
-      if (!pending_revoke_.count(lease))
-        t = std::min(t, expiry_seen_at(d) - (lease_clock() - ctx_.now()));  // on ctx_.now()
-    return t;
+    const Time t =
+        sh_.opts.check_quorum ? std::min(heartbeat_deadline_, quorum_deadline_) : heartbeat_deadline_;
+    return std::min(t, svc_->next_timer());
   }
 
   void timers() {
@@ -196,14 +190,7 @@ class Node {
       }
       quorum_deadline_ = now + sh_.opts.election_timeout_max;
     }
-    // Lease expiry, decided here on this leader's monotonic clock and committed through the log.
-    std::vector<std::uint64_t> expired;
-    for (const auto& [lease, d] : deadlines_)
-      if (expiry_seen_at(d) <= lease_clock() && !pending_revoke_.count(lease)) expired.push_back(lease);
-    for (std::uint64_t lease : expired) {
-      pending_revoke_.insert(lease);
-      propose(Command{Op::revoke, lease, 0ns, {}, true}, nullptr);
-    }
+    svc_->on_timer();  // what the service's leader decides on its clock (expiry), through the log
     if (now >= heartbeat_deadline_) {
       for (ProcId p : peers_) send_append(p);
       heartbeat_deadline_ = now + sh_.opts.heartbeat;
@@ -225,8 +212,7 @@ class Node {
       if (obs_ && obs_->on_step_down) obs_->on_step_down(ctx_.name(), term_);
       reset_election_timer();
       fail_all_pending();
-      deadlines_.clear();
-      pending_revoke_.clear();
+      svc_->on_step_down();
     }
   }
 
@@ -260,18 +246,15 @@ class Node {
     }
     ctx_.note("raft-leader", fmt::format("term={}", term_));
     if (obs_ && obs_->on_leader) obs_->on_leader(ctx_.name(), term_);
-    // etcd's lessor Promote: every lease gets a full TTL from now on this leader's clock.
-    deadlines_.clear();
-    pending_revoke_.clear();
-    for (const auto& [lease, l] : sm_.leases()) deadlines_[lease] = lease_clock() + l.ttl;
+    svc_->on_leader();  // e.g. etcd's lessor Promote
     quorum_deadline_ = now + sh_.opts.election_timeout_max;
     heartbeat_deadline_ = now + sh_.opts.heartbeat;
-    propose(Command{}, nullptr);  // a no-op of this term commits everything before it
+    propose(svc_->noop(), nullptr);  // a no-op of this term commits everything before it
   }
 
   // ------------------------------------------------ leader: log and replication
-  void propose(Command c, const Message* request) {
-    append_local(Entry{term_, std::move(c)});
+  void propose(std::string c, const Message* request) {
+    append_local(LogEntry{term_, std::move(c)});
     if (request) {
       const auto* rq = request->as<ClientRequest>();
       pending_[last_index()] = Pending{request->from, request->id, rq->req, ctx_.now()};
@@ -320,129 +303,26 @@ class Node {
   void apply_committed() {
     while (applied_ < commit_) {
       const std::uint64_t index = ++applied_;
-      const Entry& e = log_[index];
-      std::vector<LockService::HolderChange> changes;
-      const LockService::Result res = sm_.apply(index, e.cmd, changes);
+      const LogEntry& e = log_[index];
+      svc_->apply(index, e);
       if (obs_ && obs_->on_apply) obs_->on_apply(ctx_.name(), index, e);
-      if (role_ == Role::leader) leader_applied(index, e, res, changes);
+      if (role_ == Role::leader) svc_->leader_applied(index, e);
     }
   }
 
-  void leader_applied(std::uint64_t index, const Entry& e, const LockService::Result& res,
-                      const std::vector<LockService::HolderChange>& changes) {
-    const Time now = ctx_.now();
-    const Command& c = e.cmd;
-    bool promise = false;
-    // A revoke this leader already appended after this entry wins: answering ok would promise a lease that is
-    // about to be deleted. (A retried grant names an existing lease, which may be that close to its expiry.)
-    auto revoked_later = [&](std::uint64_t lease) {
-      for (std::uint64_t i = index + 1; i <= last_index(); ++i)
-        if (log_[i].cmd.op == Op::revoke && log_[i].cmd.lease == lease) return true;
-      return false;
-    };
-    if (c.op == Op::grant && res.ok) {  // a new lease, or (a retried grant) the one its key names
-      if (revoked_later(res.value)) {
-        reply_pending(index, ClientReply{0, false, res.value, "lease-not-found", {}});
-        return;
-      }
-      deadlines_[res.value] = std::max(deadlines_[res.value], lease_clock() + c.ttl);
-      promise = true;
-    } else if (c.op == Op::keepalive && res.ok) {
-      if (revoked_later(c.lease)) {
-        reply_pending(index, ClientReply{0, false, c.lease, "lease-not-found", {}});
-        return;
-      }
-      auto l = sm_.leases().find(c.lease);
-      deadlines_[c.lease] = std::max(deadlines_[c.lease], lease_clock() + l->second.ttl);
-      promise = true;
-    } else if (c.op == Op::revoke && res.ok) {
-      deadlines_.erase(c.lease);
-      pending_revoke_.erase(c.lease);
-    }
-    if (c.op == Op::revoke || c.op == Op::unlock) fail_deleted_waiters(c);
-    for (const auto& ch : changes) {
-      ctx_.note("raft-holder", fmt::format("{} lease={} rev={}", ch.lock, ch.lease, ch.rev));
-      if (obs_ && obs_->on_holder) obs_->on_holder(ctx_.name(), ch.lock, ch.lease, ch.rev);
-      auto w = waiters_.find({ch.lock, ch.lease});
-      if (w == waiters_.end()) continue;
-      for (const Pending& p : w->second) send_reply(p, ClientReply{p.req, true, lock_token(ch.rev), {}, {}});
-      waiters_.erase(w);
-    }
-    auto pit = pending_.find(index);
-    if (pit == pending_.end()) return;
-    // The entry at a pending index is the one this leader appended for it: a leader's log only grows while
-    // it leads, and pending_ is answered and cleared when it stops.
-    Pending p = pit->second;
-    pending_.erase(pit);
-    if (promise && obs_ && obs_->on_promise) {
-      auto l = sm_.leases().find(res.value);
-      obs_->on_promise(ctx_.name(), l->first, l->second.ttl, now - p.appended);
-    }
-    if (c.op == Op::lock && res.ok) {
-      auto h = sm_.holder(c.name);
-      if (!h || h->first != c.lease) {  // not the holder yet: answer when it is
-        waiters_[{c.name, c.lease}].push_back(p);
-        return;
-      }
-    }
-    send_reply(
-        p, ClientReply{
-               p.req, res.ok, c.op == Op::lock && res.ok ? lock_token(res.value) : res.value, res.error, {}});
-  }
-
-  /// The clock leases are timed on: monotonic, or the wall clock in the "wall-expiry" variant.
-  Time lease_clock() const { return sh_.opts.wall_expiry ? ctx_.wall() : ctx_.now(); }
-  /// A lock reply's token: the replicated revision, or this node's own counter in the "node-counter" variant.
-  std::uint64_t lock_token(std::uint64_t rev) {
-    return sh_.opts.token_base + (sh_.opts.node_counter ? ++node_counter_ : rev);
-  }
-  /// When the leader's lessor next looks at lease deadline `d` (on the lease clock): at once without a check
-  /// interval, else at the first tick at or after it.
-  Time expiry_seen_at(Time d) const {
-    const std::int64_t i = sh_.opts.expiry_check_interval.count();
-    if (i <= 0 || d.count() <= 0) return d;
-    const std::int64_t ticks = d.count() / i + (d.count() % i != 0);
-    return Time{ticks > std::numeric_limits<std::int64_t>::max() / i ? kTimeMax.count() : ticks * i};
-  }
-
-  void fail_deleted_waiters(const Command& c) {
-    for (auto it = waiters_.begin(); it != waiters_.end();) {
-      const auto& [lock, lease] = it->first;
-      const bool gone =
-          lease == c.lease && (c.op == Op::revoke || lock == c.name) && !sm_.key_rev(lock, lease);
-      if (!gone) {
-        ++it;
-        continue;
-      }
-      for (const Pending& p : it->second) send_reply(p, ClientReply{p.req, false, 0, "deleted", {}});
-      it = waiters_.erase(it);
-    }
-  }
-
-  void reply_pending(std::uint64_t index, ClientReply r) {
-    auto it = pending_.find(index);
-    if (it == pending_.end()) return;
-    r.req = it->second.req;
-    send_reply(it->second, r);
-    pending_.erase(it);
-  }
-
-  void send_reply(const Pending& p, ClientReply r) {
+  void send_reply(const Pending& p, ClientReply r) override {
     Message m = Message::of(kClientReplyType, r, fmt::format("req={} ok={} {}", r.req, r.ok, r.error));
     m.reply_to = p.msg;
     ctx_.send(p.client, std::move(m));
   }
 
-  /// Stepping down: every request this leader still owes an answer has its entry in the log (appended, or
-  /// for a lock waiter committed), and a later leader may commit and apply it. Its outcome is unknown:
-  /// "leader-changed", never "not-leader" (which says nothing was done, and invites a retry that could do it
-  /// twice).
+  /// Stepping down: every request this leader still owes an answer has its entry in the log, and a later
+  /// leader may commit and apply it. Its outcome is unknown: "leader-changed", never "not-leader" (which says
+  /// nothing was done, and invites a retry that could do it twice). The service answers the requests it
+  /// kept (lock waiters) the same way.
   void fail_all_pending() {
     for (const auto& [i, p] : pending_) send_reply(p, ClientReply{p.req, false, 0, "leader-changed", {}});
-    for (const auto& [k, ps] : waiters_)
-      for (const Pending& p : ps) send_reply(p, ClientReply{p.req, false, 0, "leader-changed", {}});
     pending_.clear();
-    waiters_.clear();
   }
 
   // ------------------------------------------------ messages
@@ -509,7 +389,7 @@ class Node {
       return;
     }
     std::uint64_t idx = r.prev_index;
-    for (const Entry& e : r.entries) {
+    for (const LogEntry& e : r.entries) {
       ++idx;
       if (idx <= last_index()) {
         if (log_[idx].term == e.term) continue;
@@ -549,20 +429,20 @@ class Node {
 
   Context& ctx_;
   const Shared& sh_;
-  const Observer* obs_;
+  const GroupObserver* obs_;
   std::vector<ProcId> peers_;
 
   // Persistent (mirrored in Storage).
   std::uint64_t term_ = 0;
   std::optional<std::uint32_t> voted_for_;
-  std::vector<Entry> log_;
+  std::vector<LogEntry> log_;
 
   // Volatile.
   Role role_ = Role::follower;
   std::optional<ProcId> leader_;
   std::uint64_t commit_ = 0;
   std::uint64_t applied_ = 0;
-  LockService sm_;
+  std::unique_ptr<Service> svc_;
   Time election_deadline_{};
   std::set<ProcId> votes_;
 
@@ -571,20 +451,16 @@ class Node {
   std::map<ProcId, Time> last_ack_;
   Time heartbeat_deadline_{};
   Time quorum_deadline_{};
-  std::map<std::uint64_t, Time> deadlines_;  // lease → expiry on this leader's monotonic clock
-  std::set<std::uint64_t> pending_revoke_;
-  std::uint64_t node_counter_ = 0;            // "node-counter" variant only: volatile, per node
   std::map<std::uint64_t, Pending> pending_;  // log index → client waiting for it
-  std::map<std::pair<std::string, std::uint64_t>, std::vector<Pending>>
-      waiters_;  // (lock, lease) → lock calls
 };
 
 }  // namespace
 
-std::vector<ProcId> spawn_raft_group(World& world, const RaftOptions& opts,
-                                     std::shared_ptr<const Observer> observer) {
+std::vector<ProcId> spawn_group(World& world, const GroupOptions& opts, ServiceFactory make,
+                                std::shared_ptr<const GroupObserver> observer) {
   auto shared = std::make_shared<Shared>();
   shared->opts = opts;
+  shared->make = std::move(make);
   shared->observer = std::move(observer);
   for (std::uint32_t i = 1; i <= opts.nodes; ++i)
     shared->names.push_back(fmt::format("{}{}", opts.prefix, i));
@@ -611,24 +487,22 @@ std::vector<ProcId> spawn_raft_group(World& world, const RaftOptions& opts,
 
 // ---------------------------------------------------------------- client
 
-RaftClient::RaftClient(std::vector<ProcId> servers, Duration rpc_timeout, Duration retry_pause)
+Client::Client(std::vector<ProcId> servers, Duration rpc_timeout, Duration retry_pause)
     : servers_(std::move(servers)), rpc_timeout_(rpc_timeout), retry_pause_(retry_pause) {}
 
-std::uint64_t RaftClient::send(Context& ctx, const Command& cmd) {
+std::uint64_t Client::send(Context& ctx, const std::string& cmd, std::string detail) {
   if (next_req_ == 1) next_req_ = (ctx.rng().next() >> 16) + 1;  // distinct from any earlier client's ids
   const std::uint64_t req = next_req_++;
-  last_msg_ =
-      ctx.send(target(), Message::of(kClientRequestType, ClientRequest{req, cmd},
-                                     fmt::format("{} lease={} {}", to_string(cmd.op), cmd.lease, cmd.name)));
+  last_msg_ = ctx.send(target(), Message::of(kClientRequestType, ClientRequest{req, cmd}, std::move(detail)));
   last_req_ = req;
   return req;
 }
 
-bool RaftClient::nothing_done(const ClientReply& r) {
+bool Client::nothing_done(const ClientReply& r) {
   return r.error == "not-leader" || r.error == kConnectionRefusedType;
 }
 
-std::optional<ClientReply> RaftClient::wait(Context& ctx, const std::set<std::uint64_t>& reqs, Time until) {
+std::optional<ClientReply> Client::wait(Context& ctx, const std::set<std::uint64_t>& reqs, Time until) {
   for (;;) {
     const Time now = ctx.now();
     auto m = ctx.receive(until > now ? until - now : 0ns, [](const Message& msg) {
@@ -639,7 +513,7 @@ std::optional<ClientReply> RaftClient::wait(Context& ctx, const std::set<std::ui
     // (A refusal of an older request says nothing the newest one's answer will not.)
     if (is_refusal(*m)) {
       if (m->reply_to == last_msg_ && reqs.count(last_req_))
-        return ClientReply{last_req_, false, 0, std::string(kConnectionRefusedType), std::nullopt};
+        return ClientReply{last_req_, false, 0, std::string(kConnectionRefusedType), std::nullopt, {}};
       continue;
     }
     const auto* r = m->as<ClientReply>();
@@ -647,7 +521,7 @@ std::optional<ClientReply> RaftClient::wait(Context& ctx, const std::set<std::ui
   }
 }
 
-void RaftClient::redirect(const ClientReply* reply) {
+void Client::redirect(const ClientReply* reply) {
   if (reply && reply->leader) {
     for (std::size_t i = 0; i < servers_.size(); ++i)
       if (servers_[i] == *reply->leader && i != target_) {
@@ -658,9 +532,10 @@ void RaftClient::redirect(const ClientReply* reply) {
   target_ = (target_ + 1) % servers_.size();
 }
 
-std::optional<ClientReply> RaftClient::submit(Context& ctx, const Command& cmd, Time deadline) {
+std::optional<ClientReply> Client::submit(Context& ctx, const std::string& cmd, const std::string& detail,
+                                          Time deadline) {
   while (ctx.now() < deadline) {
-    const std::uint64_t req = send(ctx, cmd);
+    const std::uint64_t req = send(ctx, cmd, detail);
     auto r = wait(ctx, {req}, std::min(deadline, ctx.now() + rpc_timeout_));
     // "not-leader": nothing was done; "leader-changed": perhaps done. Both are asked again of the next leader
     // (every command is idempotent: a grant through its key), so only a definite answer is returned.

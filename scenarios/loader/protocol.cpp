@@ -50,6 +50,11 @@ constexpr FieldDoc kProtocolFields[] = {
     {"election_timeout_min", "duration > 0", "\"150ms\"", "Raft"},
     {"election_timeout_max", "duration > 0", "\"300ms\"", "Raft; at least election_timeout_min"},
     {"heartbeat", "duration > 0", "\"50ms\"", "Raft; shorter than election_timeout_min"},
+    {"tick_time", "duration > 0", "\"2s\"",
+     "ZooKeeper tickTime: a session's timeout (the TTL) is negotiated into [2, 20] × tick_time, and expires "
+     "at a multiple of it"},
+    {"container_check_interval", "duration > 0", "\"60s\"",
+     "ZooKeeper: how often the leader deletes empty lock parents (znode.container.checkIntervalMs)"},
     {"variant", "string", "\"\"",
      "a protocol variant, broken on purpose for teaching (`locksim list` lists them)"},
     {"extra", "table of strings", "", "string parameters for a user protocol: [protocol.extra]"},
@@ -165,6 +170,12 @@ void Loader::protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) co
   if (auto v = duration(t, "election_timeout_min", Sign::positive)) c.election_timeout_min = *v;
   if (auto v = duration(t, "election_timeout_max", Sign::positive)) c.election_timeout_max = *v;
   if (auto v = duration(t, "heartbeat", Sign::positive)) c.heartbeat = *v;
+  // ZooKeeper's settings travel in `extra` under reserved names (protocols/zookeeper/zookeeper.hpp reads
+  // them).
+  if (auto v = duration(t, "tick_time", Sign::positive))
+    c.extra["zookeeper.tick_time_ns"] = std::to_string(v->count());
+  if (auto v = duration(t, "container_check_interval", Sign::positive))
+    c.extra["zookeeper.container_check_interval_ns"] = std::to_string(v->count());
   if (c.election_timeout_min > c.election_timeout_max) {
     const char* k = t.has("election_timeout_max") ? "election_timeout_max" : "election_timeout_min";
     fail_at(t, k,

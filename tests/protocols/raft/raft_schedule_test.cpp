@@ -7,7 +7,7 @@
 #include <charconv>
 #include <functional>
 
-#include "locksim/protocols/raft/raft.hpp"
+#include "locksim/protocols/raft/lease_group.hpp"
 #include "raft_test_util.hpp"
 
 using namespace locksim;
@@ -380,7 +380,8 @@ TEST(RaftSchedule, AnAppendedRequestOfADeposedLeaderIsAnsweredLeaderChanged) {
   w.add_fault(cut);
   std::optional<ClientReply> reply;
   w.spawn("client", [&](Context& ctx) {
-    auto m = ctx.call(l, Message::of(kClientRequestType, ClientRequest{1, grant(60s, 7)}), 2s);
+    auto m =
+        ctx.call(l, Message::of(kClientRequestType, ClientRequest{1, encode_command(grant(60s, 7))}), 2s);
     if (m && m->as<ClientReply>()) reply = *m->as<ClientReply>();
   });
   w.run_until(Time{3s});

@@ -2,7 +2,7 @@
 // and the lock service state machine on its own.
 #include <gtest/gtest.h>
 
-#include "locksim/protocols/raft/raft.hpp"
+#include "locksim/protocols/raft/lease_group.hpp"
 #include "raft_test_util.hpp"
 
 using namespace locksim;
@@ -250,7 +250,8 @@ TEST(Raft, FollowersRedirectClientsToTheLeader) {
     const ProcId leader = w.find(current_leader(rec));
     for (ProcId p : ids) {
       if (p == leader) continue;
-      auto r = ctx.call(p, Message::of(kClientRequestType, ClientRequest{1, grant(1s)}), 500ms);
+      auto r =
+          ctx.call(p, Message::of(kClientRequestType, ClientRequest{1, encode_command(grant(1s))}), 500ms);
       ASSERT_TRUE(r);
       const auto* rep = r->as<ClientReply>();
       ASSERT_TRUE(rep);

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "locksim/protocols/raft/raft.hpp"
+#include "locksim/protocols/raft/lease_group.hpp"
 
 namespace locksim::raft::testing {
 

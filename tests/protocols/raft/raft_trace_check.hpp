@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "locksim/protocols/raft/raft.hpp"
+#include "locksim/protocols/raft/lease_group.hpp"
 #include "locksim/sim/world.hpp"
 
 namespace locksim::raft::testing {
