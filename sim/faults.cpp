@@ -354,8 +354,11 @@ void World::fire_resolved(std::size_t i, const Fault& f, const Resolution& r) {
     if (!st.duration_rng) st.duration_rng = rng_.stream("fault-duration").stream(i);
     Fault g = f;
     g.duration = f.duration_dist->sample(*st.duration_rng);
+    st.drawn.push_back(g.duration);
+    ++st.applied;
     fire(g, r.detail);
   } else if (r.fire) {
+    ++fault_state_[i].applied;
     fire(f, r.detail);
   } else {
     record(TraceKind::fault, {}, {}, 0, std::string(to_string(f.kind)), fmt::format("skipped: {}", r.detail));
