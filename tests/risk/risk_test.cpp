@@ -162,9 +162,9 @@ TEST(RiskClosedForm, TheRunsOwnThresholdIsTheTtl) {
   // The derivation in the scenario's `teaches`: unsafe exactly when the pause reaches TTL - eps, eps = 0.
   for (const auto& [pause, unsafe] : {std::pair{"9.999999999s", false}, std::pair{"10s", true}}) {
     // scale = max: every draw is exactly the pause (scale * U^(-1/alpha) >= scale, capped at max).
-    const std::string text = set_fields(slurp(kRedis), kRedis,
-                                        {std::string("fault[0].duration.scale=") + pause,
-                                         std::string("fault[0].duration.max=") + pause});
+    const std::string text = set_fields(
+        slurp(kRedis), kRedis,
+        {std::string("fault[0].duration.scale=") + pause, std::string("fault[0].duration.max=") + pause});
     const RunOutput r = run_scenario(load_scenario_text(text, kRedis), "redis");
     EXPECT_EQ(!r.check.safe, unsafe) << pause;
     EXPECT_EQ(r.history.grants.size(), 2u);
