@@ -93,7 +93,7 @@ TEST(RiskCli, TheReplayCommandReproducesAnUnsafeWeightedRun) {
 TEST(RiskCli, ShardsMergeAndMissingOnesAreNamed) {
   const fs::path d = fresh("shards");
   const std::string all = (d / "all.jsonl").string();
-  ASSERT_EQ(cli(with({"--runs", "120", "--jsonl", all})).code, 1);
+  ASSERT_EQ(cli(with({"--runs", "120", "--jsonl", all, "--proposal", (d / "p.toml").string()})).code, 1);
   for (const char* k : {"0/3", "1/3", "2/3"})
     ASSERT_EQ(cli(with({"--runs", "120", "--shard", k, "--jsonl", (d / "s{shard}.jsonl").string()})).code, 0);
   const Ran whole = cli({"risk", "--merge", all, "--proposal", (d / "p.toml").string()});
