@@ -5,15 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <exception>
 #include <map>
-#include <mutex>
-#include <thread>
 
+#include "locksim/scenarios/ordered_tasks.hpp"
 #include "locksim/scenarios/runner.hpp"
 
 namespace locksim {
@@ -57,16 +53,11 @@ struct Outcome {
 std::vector<Outcome> run_tasks(const std::vector<Task>& tasks, std::uint32_t jobs,
                                const EnvelopeProgress& progress, std::uint64_t base, std::uint64_t total) {
   std::vector<Outcome> out(tasks.size());
-  std::atomic<std::size_t> next{0}, done{0};
-  std::atomic<bool> abort{false};
-  std::mutex mu;
-  std::condition_variable cv;
-  std::exception_ptr error;
-  auto worker = [&] {
-    while (!abort.load()) {
-      const std::size_t i = next.fetch_add(1);
-      if (i >= tasks.size()) break;
-      try {
+  std::function<void(std::size_t)> report;
+  if (progress) report = [&](std::size_t done) { progress(base + done, total); };
+  run_ordered_tasks(
+      tasks.size(), jobs,
+      [&](std::size_t i) {
         RunOptions ro;
         ro.seed = tasks[i].seed;
         ro.keep_trace = false;
@@ -81,34 +72,8 @@ std::vector<Outcome> run_tasks(const std::vector<Task>& tasks, std::uint32_t job
         } catch (const std::exception&) {
           out[i].v = Outcome::V::error;  // a protocol or the simulator threw: a failure of that run
         }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!error) error = std::current_exception();
-        abort = true;
-      }
-      if (done.fetch_add(1) + 1 == tasks.size()) {
-        std::lock_guard<std::mutex> lock(mu);
-        cv.notify_all();
-      }
-    }
-  };
-  if (jobs == 0) jobs = 1;
-  jobs = static_cast<std::uint32_t>(std::min<std::size_t>(jobs, std::max<std::size_t>(tasks.size(), 1)));
-  std::vector<std::thread> threads;
-  for (std::uint32_t t = progress ? 0 : 1; t < jobs; ++t) threads.emplace_back(worker);
-  if (progress) {
-    std::unique_lock<std::mutex> lock(mu);
-    while (done.load() < tasks.size() && !abort.load()) {
-      cv.wait_for(lock, std::chrono::milliseconds(200));
-      lock.unlock();
-      progress(base + done.load(), total);
-      lock.lock();
-    }
-  } else {
-    worker();
-  }
-  for (auto& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
+      },
+      report);
   return out;
 }
 

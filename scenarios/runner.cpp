@@ -502,6 +502,7 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
     }
     f.targets_at_fire = nullptr;  // the world is gone when the report reads it
     out.faults.push_back(f);
+    out.fault_specs.push_back(static_cast<std::size_t>(&fs - sc.faults.data()));
   }
 
   history.tokens_fence = protocol->fenced();
@@ -513,6 +514,10 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   out.messages = world.messages_delivered();
   if (opts.keep_trace) out.trace = world.trace().events();
   out.trace_truncated = world.trace().truncated();
+  for (std::size_t i = 0; i < out.faults.size(); ++i) {
+    out.fault_firings.push_back(world.applied_firings(i));
+    out.fault_draws.push_back(world.drawn_durations(i));
+  }
   for (std::uint32_t i = 0; i < world.process_count(); ++i)
     out.process_names.push_back(world.name(ProcId{i}));
   for (ProcId p : service.servers) out.servers.push_back(world.name(p));

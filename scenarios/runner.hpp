@@ -37,6 +37,11 @@ struct RunOutput {
   std::vector<std::string> clients;
   std::string resource;
   std::vector<Fault> faults;  ///< the fault plan as resolved
+  /// Per entry of `faults`: its index in Scenario::faults (faults that do not apply to this world are left
+  /// out of `faults`), the firings that took effect, and the durations drawn from its distribution.
+  std::vector<std::size_t> fault_specs;
+  std::vector<std::uint32_t> fault_firings;
+  std::vector<std::vector<Duration>> fault_draws;
   /// Unsafe when any anomaly was recorded, wherever the run stopped; safe needs a run that finished.
   Verdict verdict() const { return check.safe ? Verdict::safe : Verdict::unsafe; }
   /// No anomaly, but the run stopped at a limit (events, simulated time, mailbox) with its history cut short:

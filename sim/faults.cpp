@@ -355,14 +355,17 @@ void World::fire_resolved(std::size_t i, const Fault& f, const Resolution& r) {
     if (f.duration_dist) {
       if (!st.duration_rng) st.duration_rng = rng_.stream("fault-duration").stream(i);
       g.duration = f.duration_dist->sample(*st.duration_rng);
+      st.drawn.push_back(g.duration);  // the draw itself (a jump back is its negation)
       if (f.jump_back) g.duration = -g.duration;
     }
     if (f.extra_dist) {
       if (!st.extra_rng) st.extra_rng = rng_.stream("fault-extra").stream(i);
       g.extra = f.extra_dist->sample(*st.extra_rng);
     }
+    ++st.applied;
     fire(g, r.detail);
   } else if (r.fire) {
+    ++fault_state_[i].applied;
     fire(f, r.detail);
   } else {
     record(TraceKind::fault, {}, {}, 0, std::string(to_string(f.kind)), fmt::format("skipped: {}", r.detail));

@@ -260,6 +260,11 @@ class World {
   /// Repeat::kMaxFirings firings).
   void add_fault(Fault f);
   const std::vector<Fault>& faults() const { return faults_; }
+  /// The durations fault i drew from its Fault::duration_dist, one per firing that took effect, in order
+  /// (empty for a fault without one). The draws a weighted estimator needs (scenarios/risk.hpp).
+  const std::vector<Duration>& drawn_durations(std::size_t i) const { return fault_state_.at(i).drawn; }
+  /// How many firings of fault i took effect (skipped ones, whose role named nobody, not counted).
+  std::uint32_t applied_firings(std::size_t i) const { return fault_state_.at(i).applied; }
 
   /// Observe notes logged by processes (ground-truth recorders use this). Runs synchronously inside the
   /// fiber.
@@ -449,6 +454,8 @@ class World {
     Time first{0};            ///< nominal time of the first firing
     std::optional<Rng> jitter_rng, pick_rng, duration_rng, period_rng, extra_rng;
     Time nominal{0};  ///< a drawn period (Repeat::every_dist): the nominal time of the last firing queued
+    std::uint32_t applied = 0;    ///< firings that took effect
+    std::vector<Duration> drawn;  ///< the durations drawn from duration_dist, in firing order
   };
   std::vector<FaultState> fault_state_;
   bool have_triggers_[4] = {false, false, false, false};

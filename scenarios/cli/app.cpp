@@ -195,6 +195,12 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
       "envelope", "Where a protocol turns unsafe over one or two scenario fields (docs/envelope.md)");
   add_envelope_options(*envelope, ea);
 
+  RiskArgs ra;
+  auto* risk = app.add_subcommand(
+      "risk",
+      "How often it breaks: unsafe runs per acquisition and per hour, with a 95% interval (docs/risk.md)");
+  add_risk_options(*risk, ra);
+
   // A typo in the subcommand gets the nearest valid one.
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> subs;
@@ -245,6 +251,7 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
     }
     if (merge->parsed()) return cmd_merge(merge_files, allow_partial);
     if (envelope->parsed()) return cmd_envelope(ea);
+    if (risk->parsed()) return cmd_risk(ra);
     if (bench->parsed()) {
       if (!hooks.bench)
         input_error("this build has no benchmarks (configure locksim with -DLOCKSIM_BENCH=ON)");

@@ -46,6 +46,14 @@ void emit(const std::string& text, const std::string& out_file);
 /// Every .toml under the given paths (files or directories, recursively), sorted; the catalog when empty.
 std::vector<std::string> scenario_inputs(const std::vector<std::string>& paths);
 
+/// The text of a catalog scenario or a file, and the file name messages use (exit 2 via InputError when
+/// neither exists).
+std::pair<std::string, std::string> scenario_text(const std::string& name_or_path);
+/// Writes a file; throws InputError naming `option` when it cannot.
+void write_file(const std::string& path, const std::string& text, const char* option);
+/// --jobs: 0 is one per core; above ExploreArgs::kMaxJobs an InputError.
+std::uint32_t jobs_of(std::uint32_t j);
+
 /// One scenario × protocol judged against its expectation (over its seeds, when it names a range).
 struct Cell {
   std::string scenario, protocol;
@@ -136,6 +144,23 @@ struct EnvelopeArgs {
 void add_envelope_options(CLI::App& cmd, EnvelopeArgs& a);
 /// The safety envelope. 0 safe at every point, 1 some point unsafe (or an incomplete merge), 2 input errors.
 int cmd_envelope(const EnvelopeArgs& args);
+
+/// `locksim risk` arguments (the command line fills them; scenarios/cli/risk.cpp).
+struct RiskArgs {
+  std::vector<std::string> inputs;  ///< SCENARIO, or with --merge the JSONL files
+  std::string protocol;
+  std::optional<double> hours;
+  std::optional<std::uint64_t> acquisitions, runs, first_seed;
+  std::vector<std::string> tilt;
+  std::uint32_t pilot = 400, jobs = 0;
+  std::string jsonl, proposal;
+  ShardArgs shard;
+  bool merge = false, allow_partial = false, no_progress = false;
+};
+/// The options of `locksim risk`.
+void add_risk_options(CLI::App& cmd, RiskArgs& a);
+/// How often it breaks. 0 no unsafe run, 1 some unsafe run (or an incomplete merge), 2 input errors.
+int cmd_risk(const RiskArgs& args);
 
 /// Renders a finished run for `locksim replay` (the CLI passes the text report; scenarios/ cannot see
 /// reports/).

@@ -21,8 +21,6 @@ namespace fs = std::filesystem;
 
 namespace locksim::cli {
 
-namespace {
-
 /// The text of a catalog scenario or a file, and the file name messages use.
 std::pair<std::string, std::string> scenario_text(const std::string& name_or_path) {
   for (const CatalogEntry& e : catalog())
@@ -39,6 +37,15 @@ void write_file(const std::string& path, const std::string& text, const char* op
   if (!f || !(f << text) || !f.flush())
     throw InputError(path, 0, option, fmt::format("cannot write: {}", std::strerror(errno)));
 }
+
+std::uint32_t jobs_of(std::uint32_t j) {
+  if (j > ExploreArgs::kMaxJobs)
+    throw InputError("<command line>", 0, "--jobs",
+                     fmt::format("must be from 0 (one per core) to {}, not {}", ExploreArgs::kMaxJobs, j));
+  return j ? j : std::max(1u, std::thread::hardware_concurrency());
+}
+
+namespace {
 
 /// Where the scenarios of unsafe points go: --points-dir, else beside the first output file.
 std::string points_dir(const EnvelopeArgs& a) {
@@ -77,13 +84,6 @@ int write_outputs(const EnvelopeArgs& a, const EnvelopeResult& r) {
   if (!written.empty())
     fmt::print(stderr, "wrote {} scenario file(s) of unsafe points under {}\n", written.size(), dir);
   return unsafe ? kFail : kOk;
-}
-
-std::uint32_t jobs_of(std::uint32_t j) {
-  if (j > ExploreArgs::kMaxJobs)
-    throw InputError("<command line>", 0, "--jobs",
-                     fmt::format("must be from 0 (one per core) to {}, not {}", ExploreArgs::kMaxJobs, j));
-  return j ? j : std::max(1u, std::thread::hardware_concurrency());
 }
 
 int cmd_envelope_merge(const EnvelopeArgs& a) {
