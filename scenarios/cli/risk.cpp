@@ -92,7 +92,8 @@ void add_risk_options(CLI::App& cmd, RiskArgs& a) {
       ->transform(whole_number(1, kU32Max));
   cmd.add_option("--jsonl", a.jsonl, "this shard's sums as one JSONL line, for --merge ({shard} = index)");
   cmd.add_flag("--merge", a.merge, "merge the --jsonl lines of shards into one estimate");
-  cmd.add_flag("--allow-partial", a.allow_partial, "with --merge: estimate from the shards present (exit 0)");
+  cmd.add_flag("--allow-partial", a.allow_partial,
+               "with --merge: estimate from the shards present (a missing shard is then no failure)");
   cmd.add_flag("--no-progress", a.no_progress, "no progress bar even on a terminal");
 }
 
