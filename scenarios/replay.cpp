@@ -174,6 +174,10 @@ void config_lines(std::string& s, const ProtocolConfig& c, const ProtocolConfig&
   if (c.election_timeout_max != base.election_timeout_max)
     s += fmt::format("election_timeout_max = {}\n", dur(c.election_timeout_max));
   if (c.heartbeat != base.heartbeat) s += fmt::format("heartbeat = {}\n", dur(c.heartbeat));
+  if (c.idle_in_transaction_timeout != base.idle_in_transaction_timeout)
+    s += fmt::format("idle_in_transaction_timeout = {}\n", dur(c.idle_in_transaction_timeout));
+  if (c.same_db_resource != base.same_db_resource)
+    s += fmt::format("resource = {}\n", c.same_db_resource ? "\"same-db\"" : "\"store\"");
   if (c.variant != base.variant) s += fmt::format("variant = {}\n", q(c.variant));
 }
 

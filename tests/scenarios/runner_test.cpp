@@ -127,6 +127,9 @@ TEST(CatalogDeterminism, SameSeedSameBytes) {
       RunOutput a = run_scenario(sc, p), b = run_scenario(sc, p);
       EXPECT_EQ(a.trace_hash, b.trace_hash) << name << " " << p;
       EXPECT_EQ(json_report(a, sc), json_report(b, sc)) << name << " " << p;
+      // The database lease draws no random number (one server, fixed polls and retries): with the
+      // scenario's constant network its run is the same on every seed.
+      if (p.starts_with("db-lease")) continue;
       RunOptions other;
       other.seed = sc.seed + 1;
       EXPECT_NE(run_scenario(sc, p, other).trace_hash, a.trace_hash) << name << " " << p;
