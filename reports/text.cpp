@@ -107,7 +107,12 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
   if (c.lost.acknowledged > 0)
     out += fmt::format("lost updates: {} of {} acknowledged read-modify-writes ({:.1f}%)\n", c.lost.lost,
                        c.lost.acknowledged, c.lost.percent);
-  if (c.slack) out += fmt::format("slack (smallest margin): {}\n", format_seconds(*c.slack, 3) + " s");
+  if (c.slack && slack_is_unbounded(*c.slack))
+    out +=
+        "slack (smallest margin): unbounded (a holder still believed when the next grant came, and never "
+        "stopped)\n";
+  else if (c.slack)
+    out += fmt::format("slack (smallest margin): {}\n", format_seconds(*c.slack, 3) + " s");
   for (const std::string& w : run_warnings(run)) out += paint(col, "1;33", "warning:") + " " + w + "\n";
   for (const std::string& o : orphan_grants(run)) out += "granted to nobody: " + o + "\n";
   if (c.undeclared_records > 0)

@@ -341,8 +341,14 @@ std::string ExploreSummary::render() const {
       remark = "  negative: a line was crossed";
     else if (*min_slack_ns == 0 && min_slack_unsafe)
       remark = "  zero: a stale write tied with a newer one and was taken after it: a line was crossed";
-    s += fmt::format("  min slack   {} (seed {}){}\n", format_time(Duration{*min_slack_ns}), min_slack_seed,
-                     remark);
+    if (slack_is_unbounded(Duration{*min_slack_ns}))
+      s += fmt::format(
+          "  min slack   unbounded (seed {})  a holder still believed when the next grant came, and "
+          "never stopped\n",
+          min_slack_seed);
+    else
+      s += fmt::format("  min slack   {} (seed {}){}\n", format_time(Duration{*min_slack_ns}), min_slack_seed,
+                       remark);
   } else {
     s += "  min slack   - (no run had two grants)\n";
   }

@@ -139,6 +139,13 @@ struct UnbackedGrant {
 /// "no-record", "value-mismatch", "quorum-not-met", "undeclared-process".
 std::string_view to_string(UnbackedGrant::Why w);
 
+/// True for a slack that no finite belief produced: the older grant's client never stopped believing (its
+/// belief end is kTimeMax, as with a lock that has no time-based validity and was never released or lost), so
+/// the margin is the newer grant's time minus the end of time.
+constexpr bool slack_is_unbounded(Duration slack) {
+  return slack.count() < -(kTimeMax.count() / 2);
+}
+
 /// Everything the checker concludes from one history.
 struct CheckResult {
   /// The verdict: true iff `violations` is empty.

@@ -706,6 +706,15 @@ TEST(ExploreSummary, ASlackOfZeroIsACrossedLineOnlyInAnUnsafeRun) {
   EXPECT_NE(crossed.render().find("min slack   -0.001s (seed 4)  negative: a line was crossed"),
             std::string::npos)
       << crossed.render();
+  // A holder whose belief never ended (a lock with no time-based validity, kept to the end of time) gives a
+  // margin near minus the end of time: the summary names it rather than printing a huge negative number.
+  ExploreSummary forever;
+  forever.add(run(627, true, (Time{} - kTimeMax).count() + 5'000'000'000));
+  const std::string text = forever.render();
+  EXPECT_NE(text.find("min slack   unbounded (seed 627)  a holder still believed when the next grant came"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("-9223372"), std::string::npos) << text;
 }
 
 TEST(RunRecord, JsonRoundTripAndErrors) {
