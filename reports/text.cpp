@@ -108,9 +108,7 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
     out += fmt::format("lost updates: {} of {} acknowledged read-modify-writes ({:.1f}%)\n", c.lost.lost,
                        c.lost.acknowledged, c.lost.percent);
   if (c.slack && slack_is_unbounded(*c.slack))
-    out +=
-        "slack (smallest margin): unbounded (a holder still believed when the next grant came, and never "
-        "stopped)\n";
+    out += fmt::format("slack (smallest margin): unbounded ({})\n", kUnboundedSlackMeaning);
   else if (c.slack)
     out += fmt::format("slack (smallest margin): {}\n", format_seconds(*c.slack, 3) + " s");
   for (const std::string& w : run_warnings(run)) out += paint(col, "1;33", "warning:") + " " + w + "\n";

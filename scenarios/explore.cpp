@@ -342,10 +342,7 @@ std::string ExploreSummary::render() const {
     else if (*min_slack_ns == 0 && min_slack_unsafe)
       remark = "  zero: a stale write tied with a newer one and was taken after it: a line was crossed";
     if (slack_is_unbounded(Duration{*min_slack_ns}))
-      s += fmt::format(
-          "  min slack   unbounded (seed {})  a holder still believed when the next grant came, and "
-          "never stopped\n",
-          min_slack_seed);
+      s += fmt::format("  min slack   unbounded (seed {})  {}\n", min_slack_seed, kUnboundedSlackMeaning);
     else
       s += fmt::format("  min slack   {} (seed {}){}\n", format_time(Duration{*min_slack_ns}), min_slack_seed,
                        remark);

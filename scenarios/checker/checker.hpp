@@ -145,6 +145,9 @@ std::string_view to_string(UnbackedGrant::Why w);
 constexpr bool slack_is_unbounded(Duration slack) {
   return slack.count() < -(kTimeMax.count() / 2);
 }
+/// What an unbounded slack means, in the words every report uses.
+inline constexpr std::string_view kUnboundedSlackMeaning =
+    "a holder still believed when the next grant came, and never stopped";
 
 /// Everything the checker concludes from one history.
 struct CheckResult {

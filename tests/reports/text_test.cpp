@@ -305,6 +305,20 @@ TEST(TextReport, KeepsTheEventListAndTheStory) {
   EXPECT_NE(t.find("verdict: UNSAFE"), std::string::npos);
 }
 
+// A holder whose belief never ended gives a slack near minus the end of time: the report names it as
+// unbounded rather than printing a huge negative number of seconds.
+TEST(TextReport, NamesAnUnboundedSlack) {
+  auto [sc, run] = run_catalog("kleppmann-gc-pause", "redis");
+  run.check.slack = (Time{} - kTimeMax) + std::chrono::seconds(5);
+  const std::string t = text_report(run, sc, TextStyle{false, 100});
+  EXPECT_NE(
+      t.find("slack (smallest margin): unbounded (a holder still believed when the next grant came, and "
+             "never stopped)\n"),
+      std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("-9223372"), std::string::npos) << t;
+}
+
 TEST(DescribeEvent, SaysTimeClocksAndWhatHappened) {
   auto [sc, run] = run_catalog("kleppmann-gc-pause", "redis");
   bool saw_pause = false, saw_send = false, saw_accept = false;
