@@ -14,15 +14,15 @@ struct Row {
 };
 
 /// The WHERE clause's token condition. No token is SQL's NULL: `highest_fence_token <= NULL` is not true,
-/// so the row is not updated.
+/// so the row is not updated. `strict`: the lt-token variant's `<` (the checkpoint statement only; the claim
+/// of a read is written with `<=`).
 bool token_condition(const ResourceOptions& opts, const Row& row, const std::optional<std::uint64_t>& token,
-                     std::string& reason) {
+                     bool strict, std::string& reason) {
   if (opts.mode != ResourceMode::fenced) return true;
   if (!token) {
     reason = "no token (highest_fence_token <= NULL is not true)";
     return false;
   }
-  const bool strict = opts.variant == "lt-token";
   const bool ok = strict ? row.highest_fence_token < *token : row.highest_fence_token <= *token;
   if (!ok)
     reason = fmt::format("highest_fence_token {} {} token {} is false", row.highest_fence_token,
@@ -42,30 +42,37 @@ ProcId spawn_checkpoint_table(World& world, const std::string& name, ResourceOpt
           auto m = ctx.receive();
           if (!m) continue;
           if (const auto* rq = m->as<CheckpointRead>()) {
-            const Row& row = rows[rq->shard];
+            Row& row = rows[rq->shard];
+            CheckpointRow rep;
+            rep.refused = !token_condition(opts, row, rq->token, false, rep.reason);
+            if (!rep.refused && opts.mode == ResourceMode::fenced) row.highest_fence_token = *rq->token;
+            rep.offset = row.last_processed_offset;
+            rep.highest_token = row.highest_fence_token;
+            rep.updated_by = row.updated_by;
             h->log(ResourceEntry{.op = ResourceEntry::Op::read,
                                  .time = w->now(),
                                  .resource = name,
                                  .key = rq->shard,
                                  .request = rq->read_id,
-                                 .token = row.highest_fence_token,
-                                 .accepted = true,
+                                 .token = rq->token,
+                                 .accepted = !rep.refused,
                                  .applied = false,
                                  .value = fmt::format("{}", row.last_processed_offset),
+                                 .reason = rep.reason,
                                  .kind = ResourceKind::checkpoint_table,
                                  .offset = row.last_processed_offset,
                                  .worker = row.updated_by});
-            ctx.reply(*m, Message::of("checkpoint-row",
-                                      CheckpointRow{row.last_processed_offset, row.highest_fence_token,
-                                                    row.updated_by},
-                                      fmt::format("offset={}", row.last_processed_offset)));
+            const std::string detail =
+                rep.refused ? rep.reason : fmt::format("offset={}", row.last_processed_offset);
+            ctx.reply(*m,
+                      Message::of(rep.refused ? "checkpoint-read-refused" : "checkpoint-row", rep, detail));
             continue;
           }
           const auto* up = m->as<CheckpointUpdate>();
           if (!up) continue;
           Row& row = rows[up->shard];
           CheckpointReply rep;
-          rep.applied = token_condition(opts, row, up->token, rep.reason);
+          rep.applied = token_condition(opts, row, up->token, opts.variant == "lt-token", rep.reason);
           if (rep.applied) {
             if (up->token) row.highest_fence_token = *up->token;
             row.last_processed_offset = up->offset;

@@ -34,12 +34,20 @@ struct CheckpointReply {
   bool applied = false;
   std::string reason;
 };
-/// SELECT last_processed_offset, highest_fence_token, updated_by FROM shard_checkpoint WHERE shard_id=:shard
+/// A new leader's read of its shard. Unfenced: SELECT last_processed_offset, highest_fence_token, updated_by
+/// FROM shard_checkpoint WHERE shard_id = :shard. Fenced, the read claims the row first, in the same atomic
+/// step: UPDATE shard_checkpoint SET highest_fence_token = :token WHERE shard_id = :shard AND
+/// highest_fence_token <= :token RETURNING ... (refused: no row). Without the claim a fenced table cannot
+/// stop a unit being committed twice: the old leader's checkpoint of the unit the new leader read as next
+/// still passes the fence, which the new leader has not raised yet.
 struct CheckpointRead {
   std::string shard;
+  std::optional<std::uint64_t> token;
   std::uint64_t read_id = kNoId;
 };
 struct CheckpointRow {
+  bool refused = false;
+  std::string reason;
   std::int64_t offset = 0;
   std::uint64_t highest_token = 0;
   std::string updated_by;

@@ -276,10 +276,15 @@ class ClientRun {
 
   void read() {
     if (env_.resource_kind == ResourceKind::checkpoint_table) {
+      bool refused = false;
       const auto offset =
-          workload::read_checkpoint(env_, ctx_, held_->gid, fenced_ ? grant().token : std::nullopt);
+          workload::read_checkpoint(env_, ctx_, held_->gid, fenced_ ? grant().token : std::nullopt, refused);
       if (offset) next_offset_ = *offset + 1;
-      read_missed_ = !offset;
+      if (refused) {
+        lose("fenced out");
+      } else {
+        read_missed_ = !offset;
+      }
       return;
     }
     ReadRecord rr;

@@ -8,7 +8,8 @@
 namespace locksim::workload {
 
 std::optional<std::int64_t> read_checkpoint(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
-                                            const std::optional<std::uint64_t>& token) {
+                                            const std::optional<std::uint64_t>& token, bool& refused) {
+  refused = false;
   History& h = *env.history;
   ReadRecord rr;
   rr.client = ctx.name();
@@ -18,7 +19,7 @@ std::optional<std::int64_t> read_checkpoint(const WorkloadEnv& env, Context& ctx
   rr.sent = env.world->now();
   const std::uint64_t read_id = h.add_read(rr);
   auto rep = ctx.call(env.resource,
-                      Message::of(kCheckpointReadType, CheckpointRead{env.resource_key, read_id},
+                      Message::of(kCheckpointReadType, CheckpointRead{env.resource_key, token, read_id},
                                   fmt::format("shard={}", env.resource_key)),
                       5s);
   if (!rep || is_refusal(*rep)) {
@@ -27,6 +28,11 @@ std::optional<std::int64_t> read_checkpoint(const WorkloadEnv& env, Context& ctx
   }
   const auto* row = rep->as<CheckpointRow>();
   if (!row) return std::nullopt;
+  if (row->refused) {
+    ctx.note("read-rejected", row->reason);
+    refused = true;
+    return std::nullopt;
+  }
   h.reads[read_id].answered = true;
   h.reads[read_id].observed = fmt::format("{}", row->offset);
   ctx.note("checkpoint-read", fmt::format("shard={} offset={} updated_by={}", env.resource_key, row->offset,
