@@ -108,6 +108,12 @@ struct WriteRecord {
   std::uint32_t copies = 0;  ///< delivered copies (network duplicates make more than one)
 };
 
+/// The kinds of protected resource (docs/safety.md judges each in its own terms).
+enum class ResourceKind : std::uint8_t {
+  store,             ///< a key-value store, fenced or not (protocols/resource.hpp)
+  checkpoint_table,  ///< the notes' shard_checkpoint table (protocols/checkpoint_table.hpp)
+};
+
 /// One entry of the resource's own append-only log: a delivered copy of a request, or a checked write
 /// landing later. Entries are in the order the resource processed them; `seq` is the index.
 struct ResourceEntry {
@@ -122,11 +128,16 @@ struct ResourceEntry {
   std::string resource;  ///< the resource process's name
   std::string key;
   std::uint64_t request = kNoId;  ///< WriteRecord::id (write, land) or ReadRecord::id (read); kNoId: unknown
-  std::optional<std::uint64_t> token;  ///< the token the request carried
-  bool accepted = false;               ///< write: passed the check; read: served
-  bool applied = false;                ///< the key's value became this write's value at this entry
-  std::string value;                   ///< the value written (write, land) or returned (read)
-  std::string reason;                  ///< why it was refused
+  std::optional<std::uint64_t> token;       ///< the token the request carried
+  bool accepted = false;                    ///< write: passed the check; read: served
+  bool applied = false;                     ///< the key's value became this write's value at this entry
+  std::string value;                        ///< the value written (write, land) or returned (read)
+  std::string reason;                       ///< why it was refused
+  ResourceKind kind = ResourceKind::store;  ///< which kind of resource logged it
+  /// checkpoint-table: the statement's :offset (write) or the row's last_processed_offset (read), and its
+  /// :worker (the row's updated_by for a read).
+  std::int64_t offset = 0;
+  std::string worker;
 };
 
 struct History {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "locksim/protocols/checkpoint_table.hpp"
+
 #include <algorithm>
 #include <map>
 #include <vector>
@@ -102,6 +104,20 @@ ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opt
         }
       },
       ProcessOptions{.daemon = true});
+}
+
+std::string_view to_string(ResourceKind k) {
+  switch (k) {
+    case ResourceKind::store:
+      return "store";
+    case ResourceKind::checkpoint_table:
+      return "checkpoint-table";
+  }
+  return "?";
+}
+
+std::vector<Variant> resource_variants(ResourceKind k) {
+  return k == ResourceKind::checkpoint_table ? checkpoint_table_variants() : resource_variants();
 }
 
 std::vector<Variant> resource_variants() {

@@ -57,9 +57,15 @@ struct ReadReply {
 inline constexpr const char* kWriteType = "write";
 inline constexpr const char* kReadType = "read";
 
-/// Spawn the store as a daemon process named `name`.
 /// The variants the store understands (ResourceOptions::variant).
 std::vector<Variant> resource_variants();
+
+/// A kind's name in scenario files and reports: "store", "checkpoint-table".
+std::string_view to_string(ResourceKind k);
+/// The variants a resource of kind `k` understands.
+std::vector<Variant> resource_variants(ResourceKind k);
+
+/// Spawn the store as a daemon process named `name`.
 
 ProcId spawn_resource(World& world, const std::string& name, ResourceOptions opts, History& history);
 

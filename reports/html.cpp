@@ -42,6 +42,12 @@ AnomalyLabels anomaly_labels(const Violation& v) {
                         who(v.grant_later.epoch, v.grant_later.client), token(v.grant_later.token),
                         who(v.grant_earlier.epoch, v.grant_earlier.client), token(v.grant_earlier.token)),
             "", ""};
+  if (v.kind == kCheckpointRewind)
+    return {fmt::format("checkpoint of shard {} rewound: {} after {}", v.key, b, a),
+            "set offset: " + a + " ✓", "rewound: " + b + " ✓"};
+  if (v.kind == kDuplicateProcessing)
+    return {fmt::format("offset of shard {} processed twice: by {} and by {}", v.key, a, b), a + " ✓",
+            "again: " + b + " ✓"};
   return {fmt::format("stale write accepted: {} after {}", b, a), a + " ✓", "stale: " + b + " ✓"};
 }
 

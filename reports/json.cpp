@@ -100,6 +100,8 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   ordered_json kinds = ordered_json::object();
   for (const char* k : {kStaleWriteAccepted, kLostUpdate, kTokenRegression, kFreshWriteRejected})
     kinds[k] = run.check.count(k);
+  if (run.resource_kind == ResourceKind::checkpoint_table)
+    for (const char* k : {kCheckpointRewind, kDuplicateProcessing}) kinds[k] = run.check.count(k);
   for (const auto& [k, n] : run.check.anomaly_counts)
     if (!kinds.contains(k)) kinds[k] = n;
   j["anomalies"] = kinds;
@@ -113,6 +115,8 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   j["stop_reason"] = std::string(to_string(run.run.reason));
   j["simulated_ns"] = run.run.end.count();
   j["resource_mode"] = run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced";
+  if (run.resource_kind != ResourceKind::store)
+    j["resource_kind"] = std::string(to_string(run.resource_kind));
   j["config"] = config_json(run.config);
   j["scenario_file"] = sc.file;
   ordered_json clients = ordered_json::array();

@@ -19,6 +19,10 @@ struct TextStyle {
 std::string story(const RunOutput& run);
 /// The story of one anomaly of `run`.
 std::string anomaly_story(const RunOutput& run, const Violation& v);
+/// The checkpoint table's anomalies (checkpoint-rewind, duplicate-processing) in its own words.
+std::string checkpoint_story(const RunOutput& run, const Violation& v);
+/// The checkpoint statements the table refused, one line each (CheckResult::refused), beside the verdict.
+std::vector<std::string> refusal_lines(const RunOutput& run);
 /// "1 lost-update, 2 stale-write-accepted": the anomalies by kind (empty when none).
 std::string anomaly_summary(const CheckResult& c);
 /// What a reader must know before trusting the verdict, one sentence each (empty: nothing): grants no

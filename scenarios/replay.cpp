@@ -396,6 +396,8 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
                    : *sc.resource_mode == ResourceMode::fenced ? "fenced"
                                                                : "unfenced",
                    q(sc.resource_variant));
+  if (sc.resource_kind != ResourceKind::store)
+    s += fmt::format("kind = \"{}\"\n", to_string(sc.resource_kind));
 
   const ProtocolConfig defaults;
   std::string pc;

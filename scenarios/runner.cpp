@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "locksim/protocols/checkpoint_table.hpp"
 #include "locksim/scenarios/loader.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
@@ -366,9 +367,13 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   History& history = out.history;
   LazyServices declared(sc);
   ServiceInfo service = build_service(*protocol, world, cfg, history);
-  ProcId resource = spawn_resource(world, sc.resource_name,
-                                   ResourceOptions{out.resource_mode, sc.resource_variant}, history);
-  if (const std::string own = protocol->resource_process(cfg); !own.empty()) resource = world.find(own);
+  const ResourceOptions resource_opts{out.resource_mode, sc.resource_variant};
+  ProcId resource = sc.resource_kind == ResourceKind::checkpoint_table
+                        ? spawn_checkpoint_table(world, sc.resource_name, resource_opts, history)
+                        : spawn_resource(world, sc.resource_name, resource_opts, history);
+  if (const std::string own = protocol->resource_process(cfg);
+      !own.empty() && sc.resource_kind == ResourceKind::store)
+    resource = world.find(own);
 
   WorkloadEnv env;
   env.world = &world;
@@ -376,6 +381,7 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   env.protocol = protocol.get();
   env.config = &cfg;
   env.resource = resource;
+  env.resource_kind = sc.resource_kind;
   env.lock_key = sc.lock_key;
   env.resource_key = sc.resource_key;
   for (const ClientSpec& c : sc.clients) {
@@ -522,6 +528,7 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
     out.process_names.push_back(world.name(ProcId{i}));
   for (ProcId p : service.servers) out.servers.push_back(world.name(p));
   out.resource = sc.resource_name;
+  out.resource_kind = sc.resource_kind;
   return out;
 }
 

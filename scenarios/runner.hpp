@@ -24,6 +24,7 @@ struct RunOutput {
   std::uint64_t seed = 0;
   ProtocolConfig config;
   ResourceMode resource_mode = ResourceMode::unfenced;
+  ResourceKind resource_kind = ResourceKind::store;
   History history;
   CheckResult check;
   RunResult run;

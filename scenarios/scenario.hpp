@@ -176,6 +176,8 @@ struct Scenario {
   /// "auto": fenced iff the protocol is fenced; otherwise forced.
   std::optional<ResourceMode> resource_mode;
   std::string resource_variant;
+  /// What the resource is ([resource] kind): today's store by default.
+  ResourceKind resource_kind = ResourceKind::store;
 
   ProtocolConfig config;                               ///< parameters for every protocol
   std::map<std::string, ProtocolConfig> per_protocol;  ///< complete configs for protocols that override some

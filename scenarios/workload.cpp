@@ -233,6 +233,7 @@ class ClientRun {
       writes_ = 0;
       lost_ = read_missed_ = false;
       read_.reset();
+      next_offset_ = 1;
       checked_.reset();
       GrantRecord rec;
       rec.client = ctx_.name();
@@ -274,6 +275,18 @@ class ClientRun {
   }
 
   void read() {
+    if (env_.resource_kind == ResourceKind::checkpoint_table) {
+      bool refused = false;
+      const auto offset =
+          workload::read_checkpoint(env_, ctx_, held_->gid, fenced_ ? grant().token : std::nullopt, refused);
+      if (offset) next_offset_ = *offset + 1;
+      if (refused) {
+        lose("fenced out");
+      } else {
+        read_missed_ = !offset;
+      }
+      return;
+    }
     ReadRecord rr;
     rr.client = ctx_.name();
     rr.grant = held_->gid;
@@ -333,6 +346,14 @@ class ClientRun {
   void write(std::uint32_t slot) {
     // The last check of this hold, else now: taken before the note (a pause the note triggers falls after).
     const Time checked = checked_.value_or(w_.now());
+    if (env_.resource_kind == ResourceKind::checkpoint_table) {
+      const auto done =
+          workload::write_checkpoint(env_, ctx_, held_->gid, next_offset_,
+                                     fenced_ ? grant().token : std::nullopt, checked, checked_.has_value());
+      if (done == workload::Checkpointed::applied) ++next_offset_;
+      if (done == workload::Checkpointed::refused) lose("fenced out");
+      return;
+    }
     const std::optional<ReadResult> rd = std::exchange(read_, std::nullopt);
     WriteRecord wr;
     wr.client = ctx_.name();
@@ -431,6 +452,7 @@ class ClientRun {
   bool read_missed_ = false;        ///< the last read timed out: skip through the next write
   std::optional<ReadResult> read_;  ///< the read the next write of this hold computes from
   std::optional<Time> checked_;     ///< the last check of the current hold
+  std::int64_t next_offset_ = 1;    ///< checkpoint table: the offset this hold checkpoints next
   ProcId renewer_{};                ///< the renewal thread, once started
   RenewalDefaults renewal_;         ///< its plan
   Rng retry_rng_;                   ///< draws of a retry_delay distribution (a stream of its own)

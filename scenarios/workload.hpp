@@ -27,6 +27,7 @@ struct WorkloadEnv {
   const ProtocolConfig* config = nullptr;
   std::shared_ptr<const ProtocolConfig> own_config;
   ProcId resource{};
+  ResourceKind resource_kind = ResourceKind::store;
   std::string lock_key;
   std::string resource_key;
   Time give_up_at{0};
@@ -69,6 +70,17 @@ struct Holding {
 
 /// The renewal thread's body: renews `h`'s grant per `plan` until the process ends.
 Body renewal_body(const WorkloadEnv& env, std::shared_ptr<Holding> h, RenewalDefaults plan);
+
+/// Checkpoint table (scenarios/workload_checkpoint.cpp). A `read` step reads the shard's row (fenced: claims
+/// it with the token; `refused` when a newer holder has): the hold goes on from its last_processed_offset + 1
+/// (nothing: no answer, or refused). A `write` step checkpoints the next offset:
+/// the notes' UPDATE, recorded as a WriteRecord whose value is the offset; the hold's next offset follows an
+/// applied one; a refused one means a newer holder moved the row (the hold is lost: the leader steps down).
+std::optional<std::int64_t> read_checkpoint(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                                            const std::optional<std::uint64_t>& token, bool& refused);
+enum class Checkpointed : std::uint8_t { applied, refused, no_answer };
+Checkpointed write_checkpoint(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, std::int64_t offset,
+                              const std::optional<std::uint64_t>& token, Time checked, bool lease_checked);
 
 }  // namespace workload
 }  // namespace locksim

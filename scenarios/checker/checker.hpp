@@ -38,6 +38,14 @@ inline constexpr const char* kStaleWriteAccepted = "stale-write-accepted";
 inline constexpr const char* kLostUpdate = "lost-update";
 inline constexpr const char* kTokenRegression = "token-regression";
 inline constexpr const char* kFreshWriteRejected = "fresh-write-rejected";
+/// The checkpoint table's own (docs/safety.md): a shard's applied offset moved backwards; one offset
+/// checkpointed by two workers.
+inline constexpr const char* kCheckpointRewind = "checkpoint-rewind";
+inline constexpr const char* kDuplicateProcessing = "duplicate-processing";
+
+/// Every anomaly kind, in the order reports list them.
+inline constexpr const char* kAnomalyKinds[] = {kStaleWriteAccepted, kLostUpdate,       kTokenRegression,
+                                                kFreshWriteRejected, kCheckpointRewind, kDuplicateProcessing};
 
 /// One write as named in a verdict: enough for a person to find it in the story without the history at hand.
 /// `seq` and `arrived` name the copy involved (a duplicate may be another copy than the first).
@@ -75,7 +83,12 @@ struct GrantRef {
 ///    it (none when there is no such write, e.g. "no token");
 ///  - token-regression: `grant_earlier` is the earlier-epoch grant with the highest token so far,
 ///  `grant_later`
-///    the later-epoch grant whose token is not greater; no writes.
+///    the later-epoch grant whose token is not greater; no writes;
+///  - checkpoint-rewind: `earlier` the applied checkpoint that set the shard's offset, `later` the applied
+///  one
+///    with a lower offset right after it (`key` is the shard, the offsets are the writes' values);
+///  - duplicate-processing: `earlier` the first applied checkpoint of an offset, `later` another worker's
+///    applied checkpoint of the same offset.
 struct Violation {
   std::string kind = kStaleWriteAccepted;
   std::string key;  ///< resource key (token-regression: the lock key)
@@ -160,6 +173,15 @@ struct CheckResult {
   /// Overlapping belief intervals of different clients, ordered by start, then key, then grant ids.
   std::vector<Overlap> overlaps;
   LostUpdates lost;
+  /// Checkpoint table: statements the table refused (beside the verdict), in log order; `newest` marks
+  /// those whose grant was the newest epoch on its lock when the table refused it (the holder itself).
+  struct Refusal {
+    WriteRef write;
+    std::string key;  ///< the shard
+    std::string reason;
+    bool newest = false;
+  };
+  std::vector<Refusal> refused;
   /// The smallest of lease_near_miss and write_near_miss margins (none when neither exists): one number CI
   /// can track. Negative means a line was crossed (an overlap of belief, or a stale write accepted).
   std::optional<Duration> slack;
@@ -221,6 +243,10 @@ void explain_unbacked(const History& h, CheckResult& r);
 /// The resource-log anomalies (stale-write-accepted, lost-update, fresh-write-rejected), lost updates and
 /// write slack; `r` already holds epochs.
 void check_resource(const History& h, CheckResult& r);
+/// The checkpoint table's anomalies (checkpoint-rewind, duplicate-processing) and its refusals, from its log.
+void check_checkpoints(const History& h, CheckResult& r);
+/// The newest epoch on lock `lock` at true time t, per grant ordering (0: none yet).
+std::uint64_t newest_epoch_at(const History& h, const CheckResult& r, const std::string& lock, Time t);
 }  // namespace checker_detail
 
 }  // namespace locksim

@@ -17,7 +17,8 @@ using Op = ResourceEntry::Op;
 using Place = std::pair<std::string, std::string>;  // (resource, key)
 
 bool is_write_entry(const History& h, const ResourceEntry& e) {
-  return (e.op == Op::write || e.op == Op::land) && e.request < h.writes.size();
+  return e.kind == ResourceKind::store && (e.op == Op::write || e.op == Op::land) &&
+         e.request < h.writes.size();
 }
 
 WriteRef ref_of(const History& h, const CheckResult& r, const ResourceEntry& e) {
@@ -78,7 +79,8 @@ void check_order(const History& h, CheckResult& r, const std::string& key,
 std::vector<std::uint64_t> read_seqs(const History& h) {
   std::vector<std::uint64_t> seq(h.reads.size(), kNoId);
   for (const ResourceEntry& e : h.resource_log) {
-    if (e.op != Op::read || !e.accepted || e.request >= h.reads.size()) continue;
+    if (e.kind != ResourceKind::store || e.op != Op::read || !e.accepted || e.request >= h.reads.size())
+      continue;
     const ReadRecord& rd = h.reads[e.request];
     if (rd.answered && e.value != rd.observed) continue;
     seq[e.request] = e.seq;

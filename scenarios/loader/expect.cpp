@@ -15,8 +15,8 @@ constexpr FieldDoc kExpectFields[] = {
 constexpr FieldDoc kProtocolExpectFields[] = {
     {"verdict", "\"safe\" | \"unsafe\"", "", "the verdict"},
     {"anomalies", "array of anomaly kinds", "",
-     "exactly these kinds occur: stale-write-accepted, lost-update, token-regression, fresh-write-rejected "
-     "([] = none)"},
+     "exactly these kinds occur: stale-write-accepted, lost-update, token-regression, fresh-write-rejected, "
+     "checkpoint-rewind, duplicate-processing ([] = none)"},
     {"lost_updates", "bound: \"0\", \"> 0\", \">= 3\", \"<= 5%\", \"< 10%\"", "",
      "lost read-modify-write updates, as a count or a percentage of the acknowledged ones"},
     {"tokens", "\"increasing\" | \"regressing\"", "",
@@ -107,8 +107,7 @@ Expectation Loader::expectation(const toml::node& v, const std::string& field) c
           line_of(*a), t.field("anomalies"),
           fmt::format("expected an array of anomaly kinds such as [\"lost-update\"], got {}", type_name(*a)));
     }
-    const std::vector<std::string> kinds = {kStaleWriteAccepted, kLostUpdate, kTokenRegression,
-                                            kFreshWriteRejected};
+    const std::vector<std::string> kinds(std::begin(kAnomalyKinds), std::end(kAnomalyKinds));
     std::vector<std::string> got;
     const toml::array& arr = *a->as_array();
     for (std::size_t i = 0; i < arr.size(); ++i) {

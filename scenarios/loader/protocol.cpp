@@ -230,7 +230,9 @@ void Loader::variants(const Tab& root, const Scenario& s) const {
                 ? fmt::format("unknown variant '{}': {} has no variants", *v, whose)
                 : fmt::format("unknown variant '{}' of {}{}", *v, whose, suggestion(*v, valid, "variants")));
   };
-  if (auto r = sub_table(root, "resource")) check(*r, names_of(resource_variants()), "the store");
+  if (auto r = sub_table(root, "resource"))
+    check(*r, names_of(resource_variants(s.resource_kind)),
+          fmt::format("the {}", to_string(s.resource_kind)));
   if (auto p = sub_table(root, "protocol")) {
     std::vector<std::string> runs = s.protocols;
     if (runs.empty()) runs = ProtocolRegistry::instance().names();

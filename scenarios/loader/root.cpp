@@ -41,7 +41,9 @@ constexpr FieldDoc kResourceFields[] = {
     {"key", "string", "\"data\"", "the key the clients write"},
     {"mode", "\"auto\" | \"unfenced\" | \"fenced\"", "\"auto\"",
      "auto: fenced iff the protocol sends tokens; otherwise forced"},
-    {"variant", "string", "\"\"", "a teaching or mutant variant of the store (`locksim list` lists them)"},
+    {"kind", "\"store\" | \"checkpoint-table\"", "\"store\"",
+     "what the resource is: a key-value store, or the shard_checkpoint table (docs/safety.md)"},
+    {"variant", "string", "\"\"", "a teaching or mutant variant of the resource (`locksim list` lists them)"},
 };
 constexpr FieldDoc kLimitsFields[] = {
     {"max_time", "duration > 0", "\"60s\"", "the run stops at this simulated time"},
@@ -142,6 +144,9 @@ Scenario Loader::load(const toml::table& root_table) {
       if (m == 1) s.resource_mode = ResourceMode::unfenced;
       if (m == 2) s.resource_mode = ResourceMode::fenced;
     }
+    if (r->has("kind"))
+      s.resource_kind = *enumeration<ResourceKind>(
+          *r, "kind", {{"store", ResourceKind::store}, {"checkpoint-table", ResourceKind::checkpoint_table}});
     if (auto v = str(*r, "variant", true)) s.resource_variant = *v;
   }
 

@@ -1,0 +1,76 @@
+// The checkpoint table's anomalies and refusals told in its own words: shards, offsets, workers.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "locksim/reports/report.hpp"
+
+namespace locksim {
+
+namespace {
+
+std::string secs(Time t) {
+  return t == kTimeMax ? "never" : format_seconds(t, 3) + " s";
+}
+std::string tok(const std::optional<std::uint64_t>& t) {
+  return t ? fmt::format("token {}", *t) : "no token";
+}
+
+/// "client1 was paused from 2.0 s to 17.0 s": the pauses of `client` that began before `until`.
+std::string pauses_before(const RunOutput& run, const std::string& client, Time until) {
+  std::string out;
+  std::optional<Time> open;
+  for (const TraceEvent& ev : run.trace) {
+    if (ev.time > until) break;
+    if (run.name_of(ev.proc) != client) continue;
+    if (ev.kind == TraceKind::pause) open = ev.time;
+    if (ev.kind == TraceKind::resume && open) {
+      out += fmt::format(" {} was paused from {} to {}.", client, secs(*open), secs(ev.time));
+      open.reset();
+    }
+  }
+  return out;
+}
+
+std::string stmt(const RunOutput& run, const WriteRef& w) {
+  const WriteRecord& rec = run.history.writes.at(w.write);
+  return fmt::format("{} (epoch {}, {}) checkpointed offset {} at {}", w.client, w.epoch, tok(w.token),
+                     rec.value, secs(w.arrived));
+}
+
+}  // namespace
+
+std::string checkpoint_story(const RunOutput& run, const Violation& v) {
+  const History& h = run.history;
+  const std::string from = h.writes.at(v.earlier.write).value, to = h.writes.at(v.later.write).value;
+  std::string s;
+  if (v.kind == kCheckpointRewind) {
+    s = fmt::format("Checkpoint of shard {} moved back from offset {} to {}. ", v.key, from, to);
+    s += stmt(run, v.earlier) + "; then the table applied " + stmt(run, v.later) + ".";
+    s += pauses_before(run, v.later.client, v.later.arrived);
+    s += fmt::format(
+        " A stale leader's UPDATE rewound the shard's progress: the next leader resumes after offset {} and "
+        "processes up to offset {} again. The WHERE clause must compare the fencing token "
+        "(highest_fence_token <= :token) and the leader must send it.",
+        to, from);
+  } else {
+    s = fmt::format("Offset {} of shard {} processed by two workers: ", from, v.key);
+    s += stmt(run, v.earlier) + ", and the table applied " + stmt(run, v.later) + " too.";
+    s += pauses_before(run, v.later.client, v.later.arrived);
+    s += " Both leaders believed the unit was theirs; a fenced checkpoint would have refused the older one.";
+  }
+  return s;
+}
+
+std::vector<std::string> refusal_lines(const RunOutput& run) {
+  std::vector<std::string> out;
+  for (const CheckResult::Refusal& f : run.check.refused) {
+    out.push_back(fmt::format("refused checkpoint: {}'s offset {} of shard {} at {} (epoch {}, {}): {}{}",
+                              f.write.client, run.history.writes.at(f.write.write).value, f.key,
+                              secs(f.write.arrived), f.write.epoch, tok(f.write.token), f.reason,
+                              f.newest ? " — the newest holder's own checkpoint" : ""));
+  }
+  return out;
+}
+
+}  // namespace locksim
