@@ -43,6 +43,15 @@ void install_signal_handlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+void become_child() {
+  ::setpgid(0, 0);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  for (auto& c : g_children) c.store(0);
+  g_interrupted.store(false);
+}
+
 bool interrupted() {
   return g_interrupted.load();
 }

@@ -23,6 +23,10 @@ bool interrupted();
 /// Throws Interrupted when interrupted().
 void check_interrupted();
 
+/// In a freshly forked child: its own process group (Ctrl-C reaches only the parent, which kills it),
+/// default signal dispositions, and an empty child table (it owns nobody).
+void become_child();
+
 /// Registers / forgets a child pid (kept in a fixed table the signal handler can read).
 void register_child(pid_t pid);
 void forget_child(pid_t pid);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "locksim/scenarios/runner.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
 

@@ -85,7 +85,7 @@ void RedisServer::start() {
   const pid_t pid = ::fork();
   if (pid < 0) throw StartError(fmt::format("fork: {}", std::strerror(errno)));
   if (pid == 0) {
-    ::setpgid(0, 0);  // Ctrl-C in the terminal reaches the parent, which kills us itself
+    become_child();  // Ctrl-C in the terminal reaches the parent, which kills us itself
     const int null = ::open("/dev/null", O_RDWR);
     if (null >= 0) {
       ::dup2(null, 0);
