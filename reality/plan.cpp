@@ -52,7 +52,7 @@ bool step_supported(const ClientStep& s) {
       return true;
     case K::work:
     case K::sleep:
-      return s.duration.kind == Dist::Kind::constant;
+      return s.duration.is_constant();
     case K::repeat:
       return std::all_of(s.steps.begin(), s.steps.end(), step_supported);
     default:
@@ -144,6 +144,11 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
         if (x.kind != Fault::Kind::pause && is_client(sc, f.target) &&
             (x.kind == Fault::Kind::restart || x.duration > 0ns))
           return fmt::format("line {}: a client restarted after a crash is not run for real", f.line);
+        if (x.kind == Fault::Kind::crash && x.power_loss && cfg.aof && cfg.fsync != FsyncPolicy::always)
+          return fmt::format(
+              "line {}: not reproducible in reality: a power loss with appendfsync {} drops what the OS had "
+              "buffered, and SIGKILL keeps it",
+              f.line, cfg.fsync == FsyncPolicy::periodic ? "everysec" : "no");
         if (x.kind == Fault::Kind::pause && !is_client(sc, f.target))
           return fmt::format("line {}: only a client is paused for real (SIGSTOP of a server: not yet)", f.line);
         break;
