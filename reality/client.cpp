@@ -115,7 +115,10 @@ class Client {
         break;
       case K::work:
       case K::sleep:
-        sleep_ns(s.duration.min.count());
+        // A uniform range is drawn here, at random (a real run replays nothing).
+        sleep_ns(s.duration.kind == Dist::Kind::uniform
+                     ? rng_.between(s.duration.min.count(), s.duration.max.count())
+                     : s.duration.min.count());
         break;
       case K::check:
         checked_ = now();

@@ -52,7 +52,7 @@ bool step_supported(const ClientStep& s) {
       return true;
     case K::work:
     case K::sleep:
-      return s.duration.is_constant();
+      return s.duration.is_constant() || s.duration.kind == Dist::Kind::uniform;
     case K::repeat:
       return std::all_of(s.steps.begin(), s.steps.end(), step_supported);
     default:
@@ -89,7 +89,7 @@ bool fault_applies(const Scenario& sc, const std::string& protocol, const FaultS
     };
     return present(f.side_a) && present(f.side_b);
   }
-  return f.target.empty() || has(f.target);
+  return f.target.empty() || parse_fault_role(f.target).has_value() || has(f.target);
 }
 
 std::optional<std::string> not_reproducible(const Scenario& sc, const std::string& protocol) {
