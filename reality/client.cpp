@@ -174,8 +174,9 @@ class Client {
       say(fmt::format("grant {} {} {} {} {} {}", g->id, requested / 1000 * 1000 - 1000, now(), g->valid_until,
                       token_text(g->token), g->value));
       held_ = std::move(g);
-      note("acquired", fmt::format("token={} valid_for={:.3f}s", held_->token ? std::to_string(*held_->token) : "none",
-                                   (held_->valid_until - now()) / 1e9));
+      note("acquired",
+           fmt::format("token={} valid_for={:.3f}s", held_->token ? std::to_string(*held_->token) : "none",
+                       (held_->valid_until - now()) / 1e9));
       return true;
     }
   }
@@ -227,13 +228,15 @@ class Client {
         if (redisBufferWrite(c, &done) != REDIS_OK) break;
       if (done) sent[i] = c;
     }
-    note(label, fmt::format("key={} value={} nodes={}", args[3], args.size() > 4 ? args[4] : "", nodes_.size()));
+    note(label,
+         fmt::format("key={} value={} nodes={}", args[3], args.size() > 4 ? args[4] : "", nodes_.size()));
     std::vector<redisReply*> out(nodes_.size(), nullptr);
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       redisContext* c = sent[i];
       if (!c) continue;
       const std::int64_t left = std::max<std::int64_t>(deadline - now(), 1000);
-      timeval tv{static_cast<time_t>(left / 1'000'000'000), static_cast<suseconds_t>(left % 1'000'000'000 / 1000)};
+      timeval tv{static_cast<time_t>(left / 1'000'000'000),
+                 static_cast<suseconds_t>(left % 1'000'000'000 / 1000)};
       if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1;
       redisSetTimeout(c, tv);
       void* r = nullptr;
@@ -249,8 +252,13 @@ class Client {
 
   std::vector<std::string> acquire_args(const std::string& value) const {
     const bool incr = p_.protocol == "redis+incr" || (p_.protocol == "redis" && p_.config.incr_token);
-    return {"EVAL", kAcquire, "1", p_.lock_key, value,
-            std::to_string(std::max<std::int64_t>(1, p_.config.ttl.count() / 1'000'000)), incr ? "1" : "0"};
+    return {"EVAL",
+            kAcquire,
+            "1",
+            p_.lock_key,
+            value,
+            std::to_string(std::max<std::int64_t>(1, p_.config.ttl.count() / 1'000'000)),
+            incr ? "1" : "0"};
   }
 
   void free_all(std::vector<redisReply*>& rs) {
@@ -357,8 +365,8 @@ class Client {
     say(fmt::format("write {} {} {} {} {} {} {}", wid, held_->id, now(), checked, checked_ ? 1 : 0,
                     token_text(token), value));
     const int fd = store();
-    const std::string line = fmt::format("W {} {} {} {} {}\n", p_.spec.name, wid, token_text(token),
-                                         p_.resource_key, value);
+    const std::string line =
+        fmt::format("W {} {} {} {} {}\n", p_.spec.name, wid, token_text(token), p_.resource_key, value);
     std::string reply;
     if (fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size())) {
       pollfd pf{fd, POLLIN, 0};

@@ -30,11 +30,11 @@ struct ClientPlan {
   ProtocolConfig config;
   ClientSpec spec;
   std::string lock_key, resource_key;
-  bool send_tokens = false;             ///< the protocol's writes carry its token
-  std::vector<std::uint16_t> ports;     ///< redis1..N
-  std::vector<std::uint8_t> cut;        ///< per node: a partition cuts this client off from it all run
+  bool send_tokens = false;          ///< the protocol's writes carry its token
+  std::vector<std::uint16_t> ports;  ///< redis1..N
+  std::vector<std::uint8_t> cut;     ///< per node: a partition cuts this client off from it all run
   std::uint16_t store_port = 0;
-  std::int64_t t0 = 0;                  ///< CLOCK_MONOTONIC at the run's start
+  std::int64_t t0 = 0;  ///< CLOCK_MONOTONIC at the run's start
   int report_fd = -1, ack_fd = -1;
 };
 

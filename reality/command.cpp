@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "locksim/scenarios/catalog.hpp"
@@ -40,7 +41,8 @@ struct Timings {
 
 Timings timings_of(const RunOutput& r) {
   Timings t;
-  if (r.check.grant_of_epoch.size() >= 2) t.second_grant = r.history.grants[r.check.grant_of_epoch[1]].granted;
+  if (r.check.grant_of_epoch.size() >= 2)
+    t.second_grant = r.history.grants[r.check.grant_of_epoch[1]].granted;
   for (const Violation& v : r.check.violations)
     if (v.kind == kStaleWriteAccepted && v.later.valid()) {
       t.stale_write = v.later.arrived;
@@ -61,23 +63,26 @@ std::string side_by_side(const RunOutput& real, const RunOutput& sim, double sca
                      real.verdict() == sim.verdict() ? "" : "   <- DISAGREES");
   out += "\nreal history (times since the run's start):\n";
   for (const GrantRecord& g : real.history.grants)
-    out += fmt::format("  {} granted at {} (asked at {}), token {}, believed until {}, stopped {} ({})\n", g.client,
-                       seconds(g.granted), seconds(g.requested), g.token ? std::to_string(*g.token) : "none",
-                       seconds(g.believed_valid_until), seconds(g.belief_end), g.end_reason.empty() ? "-" : g.end_reason);
+    out += fmt::format("  {} granted at {} (asked at {}), token {}, believed until {}, stopped {} ({})\n",
+                       g.client, seconds(g.granted), seconds(g.requested),
+                       g.token ? std::to_string(*g.token) : "none", seconds(g.believed_valid_until),
+                       seconds(g.belief_end), g.end_reason.empty() ? "-" : g.end_reason);
   for (const ResourceEntry& e : real.history.resource_log)
-    out += fmt::format("  store {} write {}={} token {} at {}{}\n", e.accepted ? "accepted" : "rejected", e.key, e.value,
-                       e.token ? std::to_string(*e.token) : "none", seconds(e.time),
+    out += fmt::format("  store {} write {}={} token {} at {}{}\n", e.accepted ? "accepted" : "rejected",
+                       e.key, e.value, e.token ? std::to_string(*e.token) : "none", seconds(e.time),
                        e.reason.empty() ? "" : " (" + e.reason + ")");
   for (const ServiceSet& s : real.history.service_sets)
     out += fmt::format("  {} SET {} at {}\n", s.node, s.key, seconds(s.time));
   for (const TraceEvent& ev : real.trace)
     if (ev.kind == TraceKind::pause || ev.kind == TraceKind::resume || ev.kind == TraceKind::crash ||
         ev.kind == TraceKind::restart)
-      out += fmt::format("  {} {} at {} ({})\n", real.name_of(ev.proc), ev.label, seconds(ev.time), ev.detail);
+      out +=
+          fmt::format("  {} {} at {} ({})\n", real.name_of(ev.proc), ev.label, seconds(ev.time), ev.detail);
   const std::string rs = story(real), ss = story(sim);
   out += fmt::format("\nreal story:\n{}\n", rs.empty() ? "  (no anomaly)\n" : rs);
   out += fmt::format("simulated story:\n{}", ss.empty() ? "  (no anomaly)\n" : ss);
-  if (const auto w = run_warnings(real); !w.empty()) out += fmt::format("real run warnings: {}\n", fmt::join(w, " "));
+  if (const auto w = run_warnings(real); !w.empty())
+    out += fmt::format("real run warnings: {}\n", fmt::join(w, " "));
   return out;
 }
 
@@ -89,8 +94,9 @@ struct Pair {
 std::optional<std::string> too_long(const RunOutput& sim) {
   constexpr Time kRealBound = 55s;
   if (sim.run.end <= kRealBound) return std::nullopt;
-  return fmt::format("the simulated run lasts {:.1f} s: a real run must finish within 60 s (try --time-scale)",
-                     static_cast<double>(sim.run.end.count()) / 1e9);
+  return fmt::format(
+      "the simulated run lasts {:.1f} s: a real run must finish within 60 s (try --time-scale)",
+      static_cast<double>(sim.run.end.count()) / 1e9);
 }
 
 /// Disagreements the model documents as its limits (scenario, protocol) -> why. None measured so far.
@@ -111,8 +117,9 @@ std::string spread(const std::vector<std::optional<Time>>& ts) {
 int run_all(const RealityArgs& a) {
   std::vector<std::string> names = a.scenarios.empty() ? catalog_names() : a.scenarios;
   std::vector<std::string> protos = a.protocols.empty() ? real_protocols() : a.protocols;
-  fmt::print("{:<36} {:<10} {:<9} {:<16} {:<5} {:<15} {:<15}\n", "scenario", "protocol", "simulated",
-             fmt::format("real (x{})", a.runs), "agree", "2nd grant s", "stale write s");
+  fmt::print("{:<36} {:<10} {:<9} {:<16} {:<5} {:<26} {:<26}\n", "scenario", "protocol", "simulated",
+             fmt::format("real (x{})", a.runs), "agree", "2nd grant s real (sim)",
+             "stale write s real (sim)");
   bool bad = false;
   std::vector<std::string> skipped;
   for (const std::string& name : names) {
@@ -161,8 +168,14 @@ int run_all(const RealityArgs& a) {
       const bool all_agree = agree == a.runs;
       const auto limit = all_agree ? std::nullopt : known_limit(base.name, p);
       if (!all_agree && !limit) bad = true;
-      fmt::print("{:<36} {:<10} {:<9} {:<16} {:<5} {:<15} {:<15}\n", base.name, p, to_string(sim.verdict()),
-                 real_text, all_agree ? "yes" : (limit ? "limit" : "NO"), spread(second), spread(stale));
+      const Timings st = timings_of(sim);
+      auto with_sim = [](const std::string& real, const std::optional<Time>& t) {
+        return t ? fmt::format("{} ({:.3f})", real, static_cast<double>(t->count()) / 1e9) : real;
+      };
+      fmt::print("{:<36} {:<10} {:<9} {:<16} {:<5} {:<26} {:<26}\n", base.name, p, to_string(sim.verdict()),
+                 real_text, all_agree ? "yes" : (limit ? "limit" : "NO"),
+                 with_sim(spread(second), st.second_grant), with_sim(spread(stale), st.stale_write));
+      std::fflush(stdout);
       if (limit) fmt::print("    known limit: {}\n", *limit);
     }
   }
@@ -177,7 +190,8 @@ void add_reality_options(CLI::App& cmd, RealityArgs& a) {
   cmd.add_option("SCENARIO", a.scenarios, "catalog name or .toml file (with --all: the scenarios to run)");
   cmd.add_option("-p,--protocol", a.protocols, "protocol(s): redis, redis+incr, redlock");
   cmd.add_flag("--all", a.all, "every reproducible catalog scenario × protocol: a matrix real vs simulated");
-  cmd.add_option("--time-scale", a.time_scale, "multiply every duration of the scenario (0.2: a 10 s TTL is 2 s)")
+  cmd.add_option("--time-scale", a.time_scale,
+                 "multiply every duration of the scenario (0.2: a 10 s TTL is 2 s)")
       ->check(CLI::Range(0.01, 10.0));
   cmd.add_option("--runs", a.runs, "real runs per scenario × protocol (--all)")->check(CLI::Range(1, 100));
   cmd.add_option("--report", a.report, "text or json ({real, simulated})")->check(one_of({"text", "json"}));
@@ -216,7 +230,6 @@ int cmd_reality(const RealityArgs& a) {
         nlohmann::ordered_json j;
         j["real"] = nlohmann::ordered_json::parse(json_report(r.real, sc));
         j["simulated"] = nlohmann::ordered_json::parse(json_report(r.sim, sc));
-        j["time_scale"] = a.time_scale;
         arr.push_back(std::move(j));
       } else {
         text += (text.empty() ? "" : "\n") + side_by_side(r.real, r.sim, a.time_scale);

@@ -21,10 +21,11 @@ Time times_t(Time t, double f) {
 }
 
 void scale_config(ProtocolConfig& c, double f) {
-  for (Duration* d : {&c.ttl, &c.fsync_period, &c.replication_delay, &c.failover_after, &c.clock_drift_allowance,
-                      &c.node_timeout, &c.retry_delay, &c.retry_jitter, &c.keepalive_interval, &c.rpc_timeout,
-                      &c.expiry_check_interval, &c.election_timeout_min, &c.election_timeout_max, &c.heartbeat,
-                      &c.idle_in_transaction_timeout})
+  for (Duration* d :
+       {&c.ttl, &c.fsync_period, &c.replication_delay, &c.failover_after, &c.clock_drift_allowance,
+        &c.node_timeout, &c.retry_delay, &c.retry_jitter, &c.keepalive_interval, &c.rpc_timeout,
+        &c.expiry_check_interval, &c.election_timeout_min, &c.election_timeout_max, &c.heartbeat,
+        &c.idle_in_transaction_timeout})
     *d = times(*d, f);
 }
 
@@ -82,7 +83,9 @@ std::vector<std::string> real_process_names(const Scenario& sc, const std::strin
 
 bool fault_applies(const Scenario& sc, const std::string& protocol, const FaultSpec& f) {
   const auto names = real_process_names(sc, protocol);
-  const auto has = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  const auto has = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
   if (f.fault.kind == Fault::Kind::partition) {
     auto present = [&](const std::vector<std::string>& side) {
       return std::any_of(side.begin(), side.end(), has);
@@ -99,14 +102,16 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
                        fmt::join(protos, ", "));
   const ProtocolConfig& cfg = sc.config_for(protocol);
   if (!sc.clocks.empty())
-    return std::string("not reproducible in reality: it sets node clocks (offset or drift), which a real "
-                       "machine's processes share");
+    return std::string(
+        "not reproducible in reality: it sets node clocks (offset or drift), which a real "
+        "machine's processes share");
   for (const FaultSpec& f : sc.faults)
     if (f.fault.kind == Fault::Kind::clock_jump || f.fault.kind == Fault::Kind::clock_drift)
       return std::string("not reproducible in reality: it jumps or drifts a node's clock");
   if (cfg.replica) return std::string("a replica with sentinel failover is not run for real yet");
   if (!cfg.variant.empty()) return fmt::format("the variant '{}' is not run for real", cfg.variant);
-  if (!cfg.node_settings.empty()) return std::string("per-node persistence ([[node]]) is not run for real yet");
+  if (!cfg.node_settings.empty())
+    return std::string("per-node persistence ([[node]]) is not run for real yet");
   if (!sc.resource_variant.empty())
     return fmt::format("the store variant '{}' is not run for real", sc.resource_variant);
   const LinkOptions& d = sc.network.defaults;
@@ -118,9 +123,10 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
     if (c.start_dist || c.work_dist || c.think_dist || c.retry_delay_dist)
       return fmt::format("client {}: durations drawn from a distribution are not run for real", c.name);
     if (c.read_modify_write || c.extend_before_write || !c.protocol.empty())
-      return fmt::format("client {}: read-modify-write, extension and per-client protocol settings are not "
-                         "run for real yet",
-                         c.name);
+      return fmt::format(
+          "client {}: read-modify-write, extension and per-client protocol settings are not "
+          "run for real yet",
+          c.name);
     for (const ClientStep& s : program_of(c))
       if (!step_supported(s))
         return fmt::format("client {}: its program has a step the real client does not run yet", c.name);
@@ -129,7 +135,8 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
     if (!fault_applies(sc, protocol, f)) continue;
     const Fault& x = f.fault;
     if (x.repeat.repeats() || x.duration_dist)
-      return fmt::format("line {}: a repeated fault or one with a drawn duration is not run for real", f.line);
+      return fmt::format("line {}: a repeated fault or one with a drawn duration is not run for real",
+                         f.line);
     if (!f.split.empty() || !f.more_targets.empty())
       return fmt::format("line {}: a fault with roles or several targets is not run for real", f.line);
     if (x.when.kind != Trigger::Kind::at && x.when.kind != Trigger::Kind::note)
@@ -140,7 +147,8 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
       case Fault::Kind::pause:
       case Fault::Kind::crash:
       case Fault::Kind::restart:
-        if (parse_fault_role(f.target)) return fmt::format("line {}: a role as target is not run for real", f.line);
+        if (parse_fault_role(f.target))
+          return fmt::format("line {}: a role as target is not run for real", f.line);
         if (x.kind != Fault::Kind::pause && is_client(sc, f.target) &&
             (x.kind == Fault::Kind::restart || x.duration > 0ns))
           return fmt::format("line {}: a client restarted after a crash is not run for real", f.line);
@@ -150,7 +158,8 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
               "buffered, and SIGKILL keeps it",
               f.line, cfg.fsync == FsyncPolicy::periodic ? "everysec" : "no");
         if (x.kind == Fault::Kind::pause && !is_client(sc, f.target))
-          return fmt::format("line {}: only a client is paused for real (SIGSTOP of a server: not yet)", f.line);
+          return fmt::format("line {}: only a client is paused for real (SIGSTOP of a server: not yet)",
+                             f.line);
         break;
       case Fault::Kind::partition:
         // A partition from the start that never heals, between clients and Redis nodes, is the real client

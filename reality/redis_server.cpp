@@ -26,7 +26,8 @@ std::string log_tail(const std::string& file) {
   std::string line, last;
   std::vector<std::string> lines;
   while (std::getline(in, line)) lines.push_back(line);
-  for (std::size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i) last += lines[i] + "\n";
+  for (std::size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i)
+    last += lines[i] + "\n";
   return last;
 }
 
@@ -55,8 +56,7 @@ RedisServer::~RedisServer() {
 void RedisServer::start() {
   if (pid_ > 0) return;
   const std::string bin = find_program("redis-server");
-  if (bin.empty())
-    throw StartError("redis-server is not installed (Debian: apt-get install redis-server)");
+  if (bin.empty()) throw StartError("redis-server is not installed (Debian: apt-get install redis-server)");
   const std::string log = dir_ + "/redis.log";
   std::vector<std::string> args = {bin,
                                    "--bind",
@@ -138,8 +138,8 @@ void RedisServer::command(const std::vector<std::string>& args) {
     argv.push_back(a.c_str());
     lens.push_back(a.size());
   }
-  auto* r = static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  auto* r =
+      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
   const bool ok = r != nullptr && r->type != REDIS_REPLY_ERROR;
   const std::string err = r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr;
   if (r) freeReplyObject(r);

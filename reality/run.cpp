@@ -78,7 +78,8 @@ class RealRun {
     auto proto = ProtocolRegistry::instance().make(protocol_);
     const ProtocolConfig& cfg = sc_.config_for(protocol_);
     fenced_ = proto->fenced() || (protocol_ == "redis" && cfg.incr_token);
-    const ResourceMode mode = sc_.resource_mode.value_or(fenced_ ? ResourceMode::fenced : ResourceMode::unfenced);
+    const ResourceMode mode =
+        sc_.resource_mode.value_or(fenced_ ? ResourceMode::fenced : ResourceMode::unfenced);
 
     out_.scenario = sc_.name;
     out_.protocol = protocol_;
@@ -95,8 +96,8 @@ class RealRun {
     const std::uint32_t n = node_count(sc_, protocol_);
     for (std::uint32_t i = 1; i <= n; ++i) {
       const std::string name = fmt::format("redis{}", i);
-      servers_.push_back(std::make_unique<RedisServer>(RedisOptions{name, cfg.aof, cfg.fsync},
-                                                       dir_.path() + "/" + name));
+      servers_.push_back(
+          std::make_unique<RedisServer>(RedisOptions{name, cfg.aof, cfg.fsync}, dir_.path() + "/" + name));
       servers_.back()->start();
       listeners_.push_back(std::make_unique<RecordListener>(name, servers_.back()->port()));
       listeners_.back()->wait_subscribed();
@@ -163,8 +164,7 @@ class RealRun {
     plan.store_port = store_->port();
     plan.t0 = t0_;
     int rep[2], ack[2];
-    if (::pipe2(rep, O_CLOEXEC) < 0 || ::pipe2(ack, O_CLOEXEC) < 0)
-      throw std::runtime_error("pipe failed");
+    if (::pipe2(rep, O_CLOEXEC) < 0 || ::pipe2(ack, O_CLOEXEC) < 0) throw std::runtime_error("pipe failed");
     plan.report_fd = rep[1];
     plan.ack_fd = ack[0];
     const pid_t pid = ::fork();
@@ -357,7 +357,8 @@ class RealRun {
     for (;;) {
       check_interrupted();
       // Due actions, in time order.
-      std::sort(actions_.begin(), actions_.end(), [](const Action& a, const Action& b) { return a.at < b.at; });
+      std::sort(actions_.begin(), actions_.end(),
+                [](const Action& a, const Action& b) { return a.at < b.at; });
       while (!actions_.empty() && actions_.front().at <= now()) {
         const Action act = actions_.front();
         actions_.erase(actions_.begin());
@@ -408,15 +409,17 @@ class RealRun {
     std::vector<G> gs;
     for (Child& c : children_)
       for (auto& [id, g] : c.grants) gs.push_back({&c, id});
-    std::stable_sort(gs.begin(), gs.end(),
-                     [](const G& a, const G& b) { return a.c->grants[a.local].granted < b.c->grants[b.local].granted; });
+    std::stable_sort(gs.begin(), gs.end(), [](const G& a, const G& b) {
+      return a.c->grants[a.local].granted < b.c->grants[b.local].granted;
+    });
     std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> grant_id, write_id;
     for (const G& g : gs) grant_id[{g.c->name, g.local}] = h.add_grant(g.c->grants[g.local]);
     std::vector<G> ws;
     for (Child& c : children_)
       for (auto& [id, w] : c.writes) ws.push_back({&c, id});
-    std::stable_sort(ws.begin(), ws.end(),
-                     [](const G& a, const G& b) { return a.c->writes[a.local].sent < b.c->writes[b.local].sent; });
+    std::stable_sort(ws.begin(), ws.end(), [](const G& a, const G& b) {
+      return a.c->writes[a.local].sent < b.c->writes[b.local].sent;
+    });
     for (const G& w : ws) {
       WriteRecord r = w.c->writes[w.local];
       r.grant = grant_id.at({w.c->name, w.c->write_grant[w.local]});
@@ -442,7 +445,8 @@ class RealRun {
                      [](const SetRecord& a, const SetRecord& b) { return a.real_ns < b.real_ns; });
     for (const SetRecord& s : sets) {
       h.service_sets.push_back({Time{s.real_ns - real0_}, s.node, s.key, s.value});
-      trace(TraceKind::note, s.node, "set", fmt::format("key={} value={}", s.key, s.value), s.real_ns - real0_);
+      trace(TraceKind::note, s.node, "set", fmt::format("key={} value={}", s.key, s.value),
+            s.real_ns - real0_);
     }
     std::stable_sort(out_.trace.begin(), out_.trace.end(),
                      [](const TraceEvent& a, const TraceEvent& b) { return a.time < b.time; });

@@ -143,7 +143,8 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
   std::vector<std::string> reality_args;
   auto* reality = app.add_subcommand(
       "reality", "The scenario against real servers on this machine, beside the simulation (redis-server)");
-  reality->footer("usage: locksim reality SCENARIO -p PROTOCOL | --all [SCENARIO...]   (reality --help for options)");
+  reality->footer(
+      "usage: locksim reality SCENARIO -p PROTOCOL | --all [SCENARIO...]   (reality --help for options)");
   reality->prefix_command();
 
   // Chaos exploration (scenarios/explore.hpp holds the implementations).

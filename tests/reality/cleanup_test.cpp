@@ -1,8 +1,8 @@
 // Nothing is left behind: no process, no port, no folder, after a run, after a server that would not start,
 // and after Ctrl-C in the middle of a run.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,7 +92,8 @@ TEST(RealCleanup, AServerThatCannotStartLeavesNothing) {
 }
 
 TEST(RealCleanup, ARunLeavesNoProcessPortOrFolder) {
-  if (find_program("redis-server").empty()) GTEST_SKIP() << "redis-server is not installed (apt-get install redis-server)";
+  if (find_program("redis-server").empty())
+    GTEST_SKIP() << "redis-server is not installed (apt-get install redis-server)";
   const std::string tmp = fresh_tmpdir("run");
   ASSERT_FALSE(tmp.empty());
   ::setenv("TMPDIR", tmp.c_str(), 1);
@@ -116,7 +117,8 @@ TEST(RealCleanup, ARunLeavesNoProcessPortOrFolder) {
 }
 
 TEST(RealCleanup, CtrlCInTheMiddleOfARunKillsEverything) {
-  if (find_program("redis-server").empty()) GTEST_SKIP() << "redis-server is not installed (apt-get install redis-server)";
+  if (find_program("redis-server").empty())
+    GTEST_SKIP() << "redis-server is not installed (apt-get install redis-server)";
   const std::string tmp = fresh_tmpdir("sigint");
   ASSERT_FALSE(tmp.empty());
   const pid_t pid = ::fork();

@@ -13,9 +13,9 @@
 namespace locksim::reality {
 namespace {
 
-#define REQUIRE_REDIS()                                                                          \
-  do {                                                                                           \
-    if (find_program("redis-server").empty())                                                   \
+#define REQUIRE_REDIS()                                                                       \
+  do {                                                                                        \
+    if (find_program("redis-server").empty())                                                 \
       GTEST_SKIP() << "redis-server is not installed (Debian: apt-get install redis-server)"; \
   } while (0)
 
