@@ -185,6 +185,13 @@ class Client {
 
   /// A connection to node i, made on demand (and again after a failure); null when it cannot be made.
   redisContext* node(std::size_t i) {
+    // A server that was killed and restarted closed this connection: a client notices before it sends (as
+    // Redis clients' connection checks do) and connects again, instead of losing the command to a dead
+    // socket. The simulated client's messages simply reach the restarted node.
+    if (nodes_[i] && !nodes_[i]->err && closed_by_peer(nodes_[i]->fd)) {
+      redisFree(nodes_[i]);
+      nodes_[i] = nullptr;
+    }
     if (nodes_[i] && nodes_[i]->err) {
       redisFree(nodes_[i]);
       nodes_[i] = nullptr;
@@ -200,6 +207,16 @@ class Client {
       nodes_[i] = c;
     }
     return nodes_[i];
+  }
+
+  /// The peer closed the connection (EOF or an error waiting to be read; nothing else is expected on it
+  /// between commands).
+  static bool closed_by_peer(int fd) {
+    pollfd pf{fd, POLLIN | POLLRDHUP, 0};
+    if (::poll(&pf, 1, 0) <= 0) return false;
+    if (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) return true;
+    char b = 0;
+    return ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
   }
 
   /// A command sent to every node not cut off at once, then the answers collected until the per-node timeout
