@@ -19,6 +19,8 @@ namespace locksim {
 struct CliHooks {
   /// `bench`: performance figures (the shipped binary's bench/; a user's binary has none by default).
   std::function<int(int, char**)> bench;
+  /// `reality`: real servers beside the simulation (the shipped binary's reality/, built with hiredis).
+  std::function<int(int, char**)> reality;
 };
 
 int cli_main(int argc, char** argv, const CliHooks& hooks = {});

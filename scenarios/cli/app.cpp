@@ -140,6 +140,13 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
   bench->footer("usage: locksim bench [kernel|churn|scale [OPTIONS...]]   (NAME --help for its options)");
   bench->prefix_command();
 
+  std::vector<std::string> reality_args;
+  auto* reality = app.add_subcommand(
+      "reality", "The scenario against real servers on this machine, beside the simulation (redis-server)");
+  reality->footer(
+      "usage: locksim reality SCENARIO -p PROTOCOL | --all [SCENARIO...]   (reality --help for options)");
+  reality->prefix_command();
+
   // Chaos exploration (scenarios/explore.hpp holds the implementations).
   ExploreArgs xa;
   auto* explore =
@@ -252,6 +259,14 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
     if (merge->parsed()) return cmd_merge(merge_files, allow_partial);
     if (envelope->parsed()) return cmd_envelope(ea);
     if (risk->parsed()) return cmd_risk(ra);
+    if (reality->parsed()) {
+      if (!hooks.reality)
+        input_error("this build has no `reality`: install libhiredis-dev (Debian) and configure again");
+      std::vector<std::string> rest = reality->remaining();
+      std::vector<char*> args{argv[0]};
+      for (auto& a : rest) args.push_back(a.data());
+      return hooks.reality(static_cast<int>(args.size()), args.data());
+    }
     if (bench->parsed()) {
       if (!hooks.bench)
         input_error("this build has no benchmarks (configure locksim with -DLOCKSIM_BENCH=ON)");

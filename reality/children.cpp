@@ -1,0 +1,179 @@
+#include "reality/children.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <system_error>
+
+namespace locksim::reality {
+
+namespace {
+
+constexpr int kMaxChildren = 256;
+std::array<std::atomic<pid_t>, kMaxChildren> g_children{};
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_signal(int) {
+  g_interrupted.store(true);
+  for (auto& c : g_children) {
+    const pid_t p = c.load();
+    if (p > 0) ::kill(p, SIGKILL);
+  }
+}
+
+}  // namespace
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // A client that dies closes its pipe: reading gives EOF, writing must not kill the parent.
+  signal(SIGPIPE, SIG_IGN);
+}
+
+void become_child() {
+  ::setpgid(0, 0);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  for (auto& c : g_children) c.store(0);
+  g_interrupted.store(false);
+}
+
+bool interrupted() {
+  return g_interrupted.load();
+}
+
+void check_interrupted() {
+  if (interrupted()) throw Interrupted();
+}
+
+void register_child(pid_t pid) {
+  for (auto& c : g_children) {
+    pid_t expected = 0;
+    if (c.compare_exchange_strong(expected, pid)) return;
+  }
+  ::kill(pid, SIGKILL);
+  throw std::runtime_error("too many child processes");
+}
+
+void forget_child(pid_t pid) {
+  for (auto& c : g_children) {
+    pid_t expected = pid;
+    if (c.compare_exchange_strong(expected, 0)) return;
+  }
+}
+
+int registered_children() {
+  int n = 0;
+  for (auto& c : g_children) n += c.load() > 0 ? 1 : 0;
+  return n;
+}
+
+void kill_and_reap(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGKILL);
+  ::kill(pid, SIGCONT);  // a stopped process dies of SIGKILL anyway; this is for clarity of ps output
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  forget_child(pid);
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    throw std::system_error(errno, std::generic_category(), "mkdtemp " + tmpl);
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::uint16_t free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) {
+    const int e = errno;
+    ::close(fd);
+    throw std::system_error(e, std::generic_category(), "bind 127.0.0.1:0");
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+bool port_open(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::int64_t mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::int64_t real_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void sleep_until_ns(std::int64_t deadline_ns) {
+  for (;;) {
+    check_interrupted();
+    const std::int64_t left = deadline_ns - mono_ns();
+    if (left <= 0) return;
+    const std::int64_t slice = left < 20'000'000 ? left : 20'000'000;
+    timespec ts{static_cast<time_t>(slice / 1'000'000'000), static_cast<long>(slice % 1'000'000'000)};
+    ::nanosleep(&ts, nullptr);
+  }
+}
+
+std::string find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  p += ":/usr/sbin:/sbin";
+  std::size_t start = 0;
+  while (start <= p.size()) {
+    const std::size_t end = p.find(':', start);
+    const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!dir.empty()) {
+      const std::string f = dir + "/" + name;
+      if (::access(f.c_str(), X_OK) == 0) return f;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return {};
+}
+
+}  // namespace locksim::reality

@@ -1,0 +1,67 @@
+#pragma once
+/// The OS processes and folders a reality run owns, and how they are given back: every child (a
+/// redis-server, a client) is registered here the moment it is forked, every temporary folder the moment it
+/// is made, so that the end of a run, an exception and Ctrl-C (SIGINT, SIGTERM) all leave nothing behind.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace locksim::reality {
+
+/// Thrown by waits when SIGINT or SIGTERM arrived: the children are already killed.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
+/// Installs the SIGINT/SIGTERM handler: it SIGKILLs every registered child at once (async-signal-safe) and
+/// sets the flag interrupted() reads; the run then unwinds and removes its folders.
+void install_signal_handlers();
+bool interrupted();
+/// Throws Interrupted when interrupted().
+void check_interrupted();
+
+/// In a freshly forked child: its own process group (Ctrl-C reaches only the parent, which kills it),
+/// default signal dispositions, and an empty child table (it owns nobody).
+void become_child();
+
+/// Registers / forgets a child pid (kept in a fixed table the signal handler can read).
+void register_child(pid_t pid);
+void forget_child(pid_t pid);
+/// How many children are registered now (tests: 0 after a run).
+int registered_children();
+
+/// SIGKILLs `pid` (if > 0), reaps it and forgets it.
+void kill_and_reap(pid_t pid);
+
+/// A folder made with mkdtemp under $TMPDIR (or /tmp), removed with everything in it on destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and closed).
+std::uint16_t free_loopback_port();
+/// Whether something accepts TCP connections on 127.0.0.1:port now.
+bool port_open(std::uint16_t port);
+
+/// Nanoseconds since `t0` on CLOCK_MONOTONIC (shared by every process of the machine).
+std::int64_t mono_ns();
+/// CLOCK_REALTIME in nanoseconds.
+std::int64_t real_ns();
+/// Sleeps until CLOCK_MONOTONIC reaches `deadline_ns`, in slices, throwing Interrupted on a signal.
+void sleep_until_ns(std::int64_t deadline_ns);
+
+/// Where `name` is on $PATH (empty: nowhere).
+std::string find_program(const std::string& name);
+
+}  // namespace locksim::reality

@@ -1,0 +1,430 @@
+#include "reality/client.hpp"
+
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "locksim/protocols/redis/redis.hpp"
+#include "locksim/scenarios/workload.hpp"
+#include "reality/children.hpp"
+
+namespace locksim::reality {
+
+namespace {
+
+/// SET NX PX, and only when it took effect: the INCR token (redis+incr) and the service record, published
+/// from inside the script so it is atomic with the SET (redis_server.hpp).
+constexpr const char* kAcquire = R"(local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+if not ok then return false end
+local tok = 0
+if ARGV[3] == '1' then tok = redis.call('INCR', KEYS[1] .. ':token') end
+local t = redis.call('TIME')
+redis.call('PUBLISH', 'locksim:sets', KEYS[1] .. '\n' .. ARGV[1] .. '\n' .. t[1] .. '\n' .. t[2])
+return {1, tok})";
+
+/// The Redis documentation's compare-and-delete.
+constexpr const char* kRelease = R"(if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+else
+  return 0
+end)";
+
+std::string token_text(const std::optional<std::uint64_t>& t) {
+  return t ? std::to_string(*t) : "-";
+}
+
+/// A small xorshift generator for the retry jitter and the lock values (outside any world).
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : s_(seed ? seed : 0x9e3779b97f4a7c15ULL) {}
+  std::uint64_t next() {
+    s_ ^= s_ << 13;
+    s_ ^= s_ >> 7;
+    s_ ^= s_ << 17;
+    return s_;
+  }
+  std::int64_t between(std::int64_t lo, std::int64_t hi) {
+    if (hi <= lo) return lo;
+    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+
+ private:
+  std::uint64_t s_;
+};
+
+struct Grant {
+  std::uint64_t id = 0;
+  std::string value;
+  std::optional<std::uint64_t> token;
+  std::int64_t valid_until = 0;  ///< run ns, monotonic
+};
+
+class Client {
+ public:
+  explicit Client(const ClientPlan& p)
+      : p_(p), rng_(static_cast<std::uint64_t>(real_ns()) ^ (static_cast<std::uint64_t>(::getpid()) << 32)) {
+    nodes_.resize(p.ports.size(), nullptr);
+  }
+  ~Client() {
+    for (redisContext* c : nodes_)
+      if (c) redisFree(c);
+    if (store_ >= 0) ::close(store_);
+  }
+
+  void run() { block(program_of(p_.spec)); }
+
+ private:
+  std::int64_t now() const { return mono_ns() - p_.t0; }
+
+  void say(const std::string& line) {
+    const std::string l = line + "\n";
+    if (::write(p_.report_fd, l.data(), l.size()) < 0) ::_exit(3);
+  }
+  void note(const std::string& label, const std::string& detail = {}) {
+    say(fmt::format("note {} {} {}", now(), label, detail));
+    char b = 0;
+    if (::read(p_.ack_fd, &b, 1) != 1) ::_exit(3);
+  }
+
+  bool holding() const { return held_.has_value() && !lost_; }
+
+  void block(const std::vector<ClientStep>& steps) {
+    for (const ClientStep& s : steps)
+      if (!one(s)) return;
+  }
+
+  bool one(const ClientStep& s) {
+    using K = ClientStep::Kind;
+    if (!s.note.empty()) note(s.note, std::string(to_string(s.kind)));
+    const bool holder_step = s.kind == K::write || s.kind == K::work || s.kind == K::check;
+    if (holder_step && !holding()) return true;
+    switch (s.kind) {
+      case K::acquire:
+        return acquire();
+      case K::write:
+        write();
+        break;
+      case K::work:
+      case K::sleep:
+        // A uniform range is drawn here, at random (a real run replays nothing).
+        sleep_ns(s.duration.kind == Dist::Kind::uniform
+                     ? rng_.between(s.duration.min.count(), s.duration.max.count())
+                     : s.duration.min.count());
+        break;
+      case K::check:
+        checked_ = now();
+        if (now() >= held_->valid_until) {
+          note("expired", "lease no longer valid before write; not writing");
+          lose("expired");
+        } else {
+          note("lease-check", fmt::format("ok, valid_for={:.3f}s", (held_->valid_until - now()) / 1e9));
+        }
+        break;
+      case K::release:
+        release();
+        break;
+      case K::repeat:
+        for (std::uint64_t i = 0; i < s.count; ++i) block(s.steps);
+        break;
+      default:  // the plan refuses programs with other steps (plan.cpp)
+        break;
+    }
+    return true;
+  }
+
+  void sleep_ns(std::int64_t d) {
+    if (d > 0) sleep_until_ns(mono_ns() + d);
+  }
+
+  void lose(const char* reason) {
+    say(fmt::format("end {} {} {}", held_->id, now(), reason));
+    lost_ = true;
+  }
+
+  bool acquire() {
+    const std::int64_t give_up = p_.spec.give_up_at.count() > 0 ? p_.spec.give_up_at.count() : kGiveUpNever;
+    for (;;) {
+      if (now() >= give_up) {
+        note("gave-up");
+        return false;
+      }
+      const std::int64_t requested = now();
+      note("acquire", fmt::format("key={}", p_.lock_key));
+      std::optional<Grant> g = p_.protocol == "redlock" ? redlock_acquire() : redis_acquire();
+      if (!g) {
+        note("acquire-failed");
+        sleep_ns(p_.spec.retry_delay.count());
+        continue;
+      }
+      g->id = grants_++;
+      lost_ = false;
+      checked_.reset();
+      writes_ = 0;
+      ++holds_;
+      // The request time is floored to the microsecond below: the servers' TIME has microseconds only.
+      say(fmt::format("grant {} {} {} {} {} {}", g->id, requested / 1000 * 1000 - 1000, now(), g->valid_until,
+                      token_text(g->token), g->value));
+      held_ = std::move(g);
+      note("acquired",
+           fmt::format("token={} valid_for={:.3f}s", held_->token ? std::to_string(*held_->token) : "none",
+                       (held_->valid_until - now()) / 1e9));
+      return true;
+    }
+  }
+
+  std::string random_value() { return fmt::format("{:016x}{:016x}", rng_.next(), rng_.next()); }
+
+  /// A connection to node i, made on demand (and again after a failure); null when it cannot be made.
+  redisContext* node(std::size_t i) {
+    // A server that was killed and restarted closed this connection: a client notices before it sends (as
+    // Redis clients' connection checks do) and connects again, instead of losing the command to a dead
+    // socket. The simulated client's messages simply reach the restarted node.
+    if (nodes_[i] && !nodes_[i]->err && closed_by_peer(nodes_[i]->fd)) {
+      redisFree(nodes_[i]);
+      nodes_[i] = nullptr;
+    }
+    if (nodes_[i] && nodes_[i]->err) {
+      redisFree(nodes_[i]);
+      nodes_[i] = nullptr;
+    }
+    if (!nodes_[i]) {
+      const std::int64_t t = p_.config.node_timeout.count();
+      timeval tv{static_cast<time_t>(t / 1'000'000'000), static_cast<suseconds_t>(t % 1'000'000'000 / 1000)};
+      redisContext* c = redisConnectWithTimeout("127.0.0.1", p_.ports[i], tv);
+      if (c == nullptr || c->err) {
+        if (c) redisFree(c);
+        return nullptr;
+      }
+      nodes_[i] = c;
+    }
+    return nodes_[i];
+  }
+
+  /// The peer closed the connection (EOF or an error waiting to be read; nothing else is expected on it
+  /// between commands).
+  static bool closed_by_peer(int fd) {
+    pollfd pf{fd, POLLIN | POLLRDHUP, 0};
+    if (::poll(&pf, 1, 0) <= 0) return false;
+    if (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) return true;
+    char b = 0;
+    return ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+  }
+
+  /// A command sent to every node not cut off at once, then the answers collected until the per-node timeout
+  /// from the start (a cut-off node never answers: the round waits its timeout out, as a partition does).
+  /// Returns the replies by node (null: none).
+  std::vector<redisReply*> round(const std::vector<std::string>& args, const char* label) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.c_str());
+      lens.push_back(a.size());
+    }
+    const std::int64_t deadline = now() + p_.config.node_timeout.count();
+    std::vector<redisContext*> sent(nodes_.size(), nullptr);
+    bool any_cut = false;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (p_.cut[i]) {
+        any_cut = true;
+        continue;
+      }
+      redisContext* c = node(i);
+      if (!c) continue;
+      redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
+      int done = 0;
+      while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK) break;
+      if (done) sent[i] = c;
+    }
+    note(label,
+         fmt::format("key={} value={} nodes={}", args[3], args.size() > 4 ? args[4] : "", nodes_.size()));
+    std::vector<redisReply*> out(nodes_.size(), nullptr);
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      redisContext* c = sent[i];
+      if (!c) continue;
+      const std::int64_t left = std::max<std::int64_t>(deadline - now(), 1000);
+      timeval tv{static_cast<time_t>(left / 1'000'000'000),
+                 static_cast<suseconds_t>(left % 1'000'000'000 / 1000)};
+      if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1;
+      redisSetTimeout(c, tv);
+      void* r = nullptr;
+      if (redisGetReply(c, &r) == REDIS_OK) out[i] = static_cast<redisReply*>(r);
+    }
+    if (any_cut && now() < deadline) sleep_ns(deadline - now());
+    return out;
+  }
+
+  static bool set_ok(const redisReply* r) {
+    return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 2;
+  }
+
+  std::vector<std::string> acquire_args(const std::string& value) const {
+    const bool incr = p_.protocol == "redis+incr" || (p_.protocol == "redis" && p_.config.incr_token);
+    return {"EVAL",
+            kAcquire,
+            "1",
+            p_.lock_key,
+            value,
+            std::to_string(std::max<std::int64_t>(1, p_.config.ttl.count() / 1'000'000)),
+            incr ? "1" : "0"};
+  }
+
+  void free_all(std::vector<redisReply*>& rs) {
+    for (redisReply* r : rs)
+      if (r) freeReplyObject(r);
+  }
+
+  std::int64_t retry_pause() {
+    const std::int64_t j = p_.config.retry_jitter.count();
+    return std::max<std::int64_t>(0, p_.config.retry_delay.count() + rng_.between(-j, j));
+  }
+
+  /// protocols/redis/redis.cpp's RedisClient::acquire.
+  std::optional<Grant> redis_acquire() {
+    for (std::uint32_t attempt = 0; attempt <= p_.config.retry_count; ++attempt) {
+      if (attempt > 0) sleep_ns(retry_pause());
+      const std::string value = random_value();
+      const std::int64_t start = now();
+      std::vector<redisReply*> rs = round(acquire_args(value), "acquire-sent");
+      const bool ok = set_ok(rs[0]);
+      std::optional<std::uint64_t> token;
+      const bool incr = p_.protocol == "redis+incr" || p_.config.incr_token;
+      if (ok && incr) token = static_cast<std::uint64_t>(rs[0]->element[1]->integer);
+      free_all(rs);
+      if (!ok) continue;
+      return Grant{0, value, token, start + p_.config.ttl.count()};
+    }
+    return std::nullopt;
+  }
+
+  /// protocols/redis/redis.cpp's RedlockClient::acquire (wall clock around the round, as node-redlock).
+  std::optional<Grant> redlock_acquire() {
+    const std::uint32_t quorum = redis::majority(static_cast<std::uint32_t>(nodes_.size()));
+    const Duration ttl = p_.config.ttl;
+    for (std::uint32_t attempt = 0; attempt <= p_.config.retry_count; ++attempt) {
+      if (attempt > 0) sleep_ns(retry_pause());
+      const std::string value = random_value();
+      const std::int64_t start_wall = real_ns(), start_mono = now();
+      std::vector<redisReply*> rs = round(acquire_args(value), "acquire-sent");
+      std::uint32_t votes = 0;
+      for (redisReply* r : rs) votes += set_ok(r) ? 1 : 0;
+      free_all(rs);
+      if (votes >= quorum) {
+        const std::int64_t drift = redis::redlock_drift(p_.config, ttl).count();
+        const std::int64_t validity = ttl.count() - (real_ns() - start_wall) - drift;
+        if (validity > 0) {
+          std::int64_t until = now() + validity;
+          bool ok = true;
+          if (p_.config.elapsed_recheck) {
+            ok = ttl.count() - (now() - start_mono) - drift > 0;
+            until = std::min(until, start_mono + ttl.count() - drift);
+          }
+          if (ok) return Grant{0, value, std::nullopt, until};
+        }
+      }
+      note("attempt-failed", fmt::format("key={} votes={}/{}", p_.lock_key, votes, nodes_.size()));
+      unlock_all(value);
+    }
+    return std::nullopt;
+  }
+
+  void unlock_all(const std::string& value) {
+    std::vector<redisReply*> rs = round({"EVAL", kRelease, "1", p_.lock_key, value}, "release-sent");
+    free_all(rs);
+  }
+
+  void release() {
+    if (!held_) return;
+    const Grant g = *held_;
+    held_.reset();
+    if (lost_) {
+      lost_ = false;
+      return;
+    }
+    say(fmt::format("end {} {} released", g.id, now()));
+    unlock_all(g.value);
+    note("released");
+  }
+
+  int store() {
+    if (store_ >= 0) return store_;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(p_.store_port);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+      if (fd >= 0) ::close(fd);
+      return -1;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return store_ = fd;
+  }
+
+  void write() {
+    const std::int64_t checked = checked_.value_or(now());
+    const std::uint32_t slot = writes_++;
+    const std::uint64_t wid = writes_sent_++;
+    const std::string value = fmt::format("{}#{}.{}", p_.spec.name, holds_, slot);
+    const std::optional<std::uint64_t> token = p_.send_tokens ? held_->token : std::nullopt;
+    note("write", fmt::format("value={} token={}", value, token ? std::to_string(*token) : "none"));
+    // A pause the note triggered has happened by now: the write leaves the client after it.
+    say(fmt::format("write {} {} {} {} {} {} {}", wid, held_->id, now(), checked, checked_ ? 1 : 0,
+                    token_text(token), value));
+    const int fd = store();
+    const std::string line =
+        fmt::format("W {} {} {} {} {}\n", p_.spec.name, wid, token_text(token), p_.resource_key, value);
+    std::string reply;
+    if (fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size())) {
+      pollfd pf{fd, POLLIN, 0};
+      char c = 0;
+      while (::poll(&pf, 1, 5000) == 1 && ::read(fd, &c, 1) == 1 && c != '\n') reply += c;
+    }
+    if (fd < 0) {
+      note("write-refused", "connection refused: the resource is not running");
+    } else if (reply.empty()) {
+      note("write-timeout");
+    } else {
+      const bool accepted = reply == "A";
+      say(fmt::format("ack {} {}", wid, accepted ? 1 : 0));
+      note(accepted ? "write-accepted" : "write-rejected", accepted ? "" : reply.substr(2));
+    }
+  }
+
+  static constexpr std::int64_t kGiveUpNever = INT64_MAX;
+
+  const ClientPlan& p_;
+  Random rng_;
+  std::vector<redisContext*> nodes_;
+  int store_ = -1;
+  std::optional<Grant> held_;
+  bool lost_ = false;
+  std::optional<std::int64_t> checked_;
+  std::uint64_t grants_ = 0, writes_sent_ = 0;
+  std::uint32_t holds_ = 0, writes_ = 0;
+};
+
+}  // namespace
+
+void client_main(const ClientPlan& plan) {
+  sleep_until_ns(plan.t0 + plan.spec.start.count());
+  {
+    Client c(plan);
+    c.run();
+  }
+  const std::string done = "done\n";
+  (void)!::write(plan.report_fd, done.data(), done.size());
+  ::_exit(0);
+}
+
+}  // namespace locksim::reality

@@ -1,0 +1,44 @@
+#pragma once
+/// A scenario client as its own OS process (forked by the parent): it runs the client's program against the
+/// real Redis servers and the real store, and tells the parent what it does over a pipe, one line per fact.
+/// A note waits for the parent's ack before the client goes on, so a fault triggered by the note (SIGSTOP)
+/// falls exactly there, as `after = { process, note }` does in the simulator.
+///
+/// The lock logic is a small, faithful copy of protocols/redis/redis.cpp's clients (they are written against
+/// the simulator's Context; sharing them needs a command interface both transports implement, not done
+/// yet): the single-node client believes it holds the lock for ttl from sending its SET NX PX, whenever the
+/// OK comes; Redlock sends to every node at once, needs a majority, validity = ttl - elapsed (wall clock)
+/// - drift, unlock-all on failure, retries with jitter; release is the compare-and-delete script.
+///
+/// Lines to the parent (times are ns since the run's start on CLOCK_MONOTONIC):
+///   note T LABEL DETAIL            (then reads one ack byte)
+///   grant G REQUESTED GRANTED VALID_UNTIL TOKEN|- VALUE
+///   end G T REASON
+///   write W G SENT CHECKED LEASE_CHECKED TOKEN|- VALUE
+///   ack W 0|1
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "locksim/protocols/lock.hpp"
+#include "locksim/scenarios/scenario.hpp"
+
+namespace locksim::reality {
+
+struct ClientPlan {
+  std::string protocol;  ///< redis, redis+incr or redlock
+  ProtocolConfig config;
+  ClientSpec spec;
+  std::string lock_key, resource_key;
+  bool send_tokens = false;          ///< the protocol's writes carry its token
+  std::vector<std::uint16_t> ports;  ///< redis1..N
+  std::vector<std::uint8_t> cut;     ///< per node: a partition cuts this client off from it all run
+  std::uint16_t store_port = 0;
+  std::int64_t t0 = 0;  ///< CLOCK_MONOTONIC at the run's start
+  int report_fd = -1, ack_fd = -1;
+};
+
+/// The client process's body; never returns (_exit).
+[[noreturn]] void client_main(const ClientPlan& plan);
+
+}  // namespace locksim::reality

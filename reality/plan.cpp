@@ -1,0 +1,208 @@
+#include "reality/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "locksim/scenarios/runner.hpp"
+#include "locksim/scenarios/services.hpp"
+#include "locksim/scenarios/workload.hpp"
+
+namespace locksim::reality {
+
+namespace {
+
+Duration times(Duration d, double f) {
+  return Duration{static_cast<std::int64_t>(std::llround(static_cast<double>(d.count()) * f))};
+}
+Time times_t(Time t, double f) {
+  return t == kTimeMax ? t : times(t, f);
+}
+
+void scale_config(ProtocolConfig& c, double f) {
+  for (Duration* d :
+       {&c.ttl, &c.fsync_period, &c.replication_delay, &c.failover_after, &c.clock_drift_allowance,
+        &c.node_timeout, &c.retry_delay, &c.retry_jitter, &c.keepalive_interval, &c.rpc_timeout,
+        &c.expiry_check_interval, &c.election_timeout_min, &c.election_timeout_max, &c.heartbeat,
+        &c.idle_in_transaction_timeout})
+    *d = times(*d, f);
+}
+
+void scale_steps(std::vector<ClientStep>& steps, double f) {
+  for (ClientStep& s : steps) {
+    s.duration.min = times(s.duration.min, f);
+    s.duration.max = times(s.duration.max, f);
+    s.duration.mean = times(s.duration.mean, f);
+    s.until = times_t(s.until, f);
+    scale_steps(s.steps, f);
+  }
+}
+
+bool is_client(const Scenario& sc, const std::string& n) {
+  return std::any_of(sc.clients.begin(), sc.clients.end(), [&](const ClientSpec& c) { return c.name == n; });
+}
+
+bool step_supported(const ClientStep& s) {
+  using K = ClientStep::Kind;
+  switch (s.kind) {
+    case K::acquire:
+    case K::write:
+    case K::check:
+    case K::release:
+      return true;
+    case K::work:
+    case K::sleep:
+      return s.duration.is_constant() || s.duration.kind == Dist::Kind::uniform;
+    case K::repeat:
+      return std::all_of(s.steps.begin(), s.steps.end(), step_supported);
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> real_protocols() {
+  return {"redis", "redis+incr", "redlock"};
+}
+
+std::uint32_t node_count(const Scenario& sc, const std::string& protocol) {
+  if (protocol != "redlock") return 1;
+  const std::uint32_t n = sc.config_for(protocol).nodes;
+  return n ? n : 5;
+}
+
+std::vector<std::string> real_process_names(const Scenario& sc, const std::string& protocol) {
+  std::vector<std::string> out;
+  for (std::uint32_t i = 1; i <= node_count(sc, protocol); ++i) out.push_back(fmt::format("redis{}", i));
+  out.push_back(sc.resource_name);
+  for (const ClientSpec& c : sc.clients) out.push_back(c.name);
+  return out;
+}
+
+bool fault_applies(const Scenario& sc, const std::string& protocol, const FaultSpec& f) {
+  const auto names = real_process_names(sc, protocol);
+  const auto has = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  if (f.fault.kind == Fault::Kind::partition) {
+    auto present = [&](const std::vector<std::string>& side) {
+      return std::any_of(side.begin(), side.end(), has);
+    };
+    return present(f.side_a) && present(f.side_b);
+  }
+  return f.target.empty() || parse_fault_role(f.target).has_value() || has(f.target);
+}
+
+std::optional<std::string> not_reproducible(const Scenario& sc, const std::string& protocol) {
+  const auto protos = real_protocols();
+  if (std::find(protos.begin(), protos.end(), protocol) == protos.end())
+    return fmt::format("no real servers for protocol '{}' yet (reality runs {})", protocol,
+                       fmt::join(protos, ", "));
+  const ProtocolConfig& cfg = sc.config_for(protocol);
+  if (!sc.clocks.empty())
+    return std::string(
+        "not reproducible in reality: it sets node clocks (offset or drift), which a real "
+        "machine's processes share");
+  for (const FaultSpec& f : sc.faults)
+    if (f.fault.kind == Fault::Kind::clock_jump || f.fault.kind == Fault::Kind::clock_drift)
+      return std::string("not reproducible in reality: it jumps or drifts a node's clock");
+  if (cfg.replica) return std::string("a replica with sentinel failover is not run for real yet");
+  if (!cfg.variant.empty()) return fmt::format("the variant '{}' is not run for real", cfg.variant);
+  if (!cfg.node_settings.empty())
+    return std::string("per-node persistence ([[node]]) is not run for real yet");
+  if (!sc.resource_variant.empty())
+    return fmt::format("the store variant '{}' is not run for real", sc.resource_variant);
+  const LinkOptions& d = sc.network.defaults;
+  if (!sc.links.empty() || d.loss_ppm || d.duplicate_ppm || d.reorder_ppm || !d.delay.is_constant() ||
+      d.delay.min > 5ms)
+    return std::string("network delay, loss or per-link settings need a TCP proxy, not built yet");
+  for (const ClientSpec& c : sc.clients) {
+    if (c.renewal.on) return fmt::format("client {}: background renewal is not run for real yet", c.name);
+    if (c.start_dist || c.work_dist || c.think_dist || c.retry_delay_dist)
+      return fmt::format("client {}: durations drawn from a distribution are not run for real", c.name);
+    if (c.read_modify_write || c.extend_before_write || !c.protocol.empty())
+      return fmt::format(
+          "client {}: read-modify-write, extension and per-client protocol settings are not "
+          "run for real yet",
+          c.name);
+    for (const ClientStep& s : program_of(c))
+      if (!step_supported(s))
+        return fmt::format("client {}: its program has a step the real client does not run yet", c.name);
+  }
+  for (const FaultSpec& f : sc.faults) {
+    if (!fault_applies(sc, protocol, f)) continue;
+    const Fault& x = f.fault;
+    if (x.repeat.repeats() || x.duration_dist)
+      return fmt::format("line {}: a repeated fault or one with a drawn duration is not run for real",
+                         f.line);
+    if (!f.split.empty() || !f.more_targets.empty())
+      return fmt::format("line {}: a fault with roles or several targets is not run for real", f.line);
+    if (x.when.kind != Trigger::Kind::at && x.when.kind != Trigger::Kind::note)
+      return fmt::format("line {}: a send/receive trigger is not run for real", f.line);
+    if (x.when.kind == Trigger::Kind::note && !is_client(sc, f.trigger_proc))
+      return fmt::format("line {}: only a client's note can trigger a fault for real", f.line);
+    switch (x.kind) {
+      case Fault::Kind::pause:
+      case Fault::Kind::crash:
+      case Fault::Kind::restart:
+        if (parse_fault_role(f.target))
+          return fmt::format("line {}: a role as target is not run for real", f.line);
+        if (x.kind != Fault::Kind::pause && is_client(sc, f.target) &&
+            (x.kind == Fault::Kind::restart || x.duration > 0ns))
+          return fmt::format("line {}: a client restarted after a crash is not run for real", f.line);
+        if (x.kind == Fault::Kind::crash && x.power_loss && cfg.aof && cfg.fsync != FsyncPolicy::always)
+          return fmt::format(
+              "line {}: not reproducible in reality: a power loss with appendfsync {} drops what the OS had "
+              "buffered, and SIGKILL keeps it",
+              f.line, cfg.fsync == FsyncPolicy::periodic ? "everysec" : "no");
+        if (x.kind == Fault::Kind::pause && !is_client(sc, f.target))
+          return fmt::format("line {}: only a client is paused for real (SIGSTOP of a server: not yet)",
+                             f.line);
+        break;
+      case Fault::Kind::partition:
+        // A partition from the start that never heals, between clients and Redis nodes, is the real client
+        // never talking to those nodes.
+        if (x.when.kind != Trigger::Kind::at || x.when.at != Time{0} || x.duration > 0ns || x.one_way)
+          return fmt::format("line {}: a partition that begins late, heals or is one-way needs a TCP proxy",
+                             f.line);
+        for (const auto* side : {&f.side_a, &f.side_b})
+          for (const std::string& n : *side)
+            if (!is_client(sc, n) && n.rfind("redis", 0) != 0)
+              return fmt::format("line {}: only partitions between clients and Redis nodes are run for real",
+                                 f.line);
+        break;
+      default:
+        return fmt::format("line {}: a {} fault is not run for real", f.line, to_string(x.kind));
+    }
+  }
+  return std::nullopt;
+}
+
+Scenario scaled(const Scenario& in, double f) {
+  Scenario sc = in;
+  if (f == 1.0) return sc;
+  scale_config(sc.config, f);
+  for (auto& [name, cfg] : sc.per_protocol) scale_config(cfg, f);
+  for (ClientSpec& c : sc.clients) {
+    c.start = times(c.start, f);
+    c.work_min = times(c.work_min, f);
+    c.work_max = times(c.work_max, f);
+    c.think_min = times(c.think_min, f);
+    c.think_max = times(c.think_max, f);
+    c.retry_delay = times(c.retry_delay, f);
+    c.give_up_at = times(c.give_up_at, f);
+    scale_steps(c.steps, f);
+  }
+  for (FaultSpec& fs : sc.faults) {
+    fs.fault.when.at = times(fs.fault.when.at, f);
+    fs.fault.when.delay = times(fs.fault.when.delay, f);
+    fs.fault.duration = times(fs.fault.duration, f);
+    fs.fault.extra = times(fs.fault.extra, f);
+  }
+  sc.max_time = times(sc.max_time, f);
+  return sc;
+}
+
+}  // namespace locksim::reality

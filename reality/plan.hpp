@@ -1,0 +1,35 @@
+#pragma once
+/// What a real run can reproduce of a scenario, and the scenario with every duration multiplied.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "locksim/scenarios/scenario.hpp"
+
+namespace locksim::reality {
+
+/// The protocols that have real servers here (redis-server): redis, redis+incr, redlock.
+std::vector<std::string> real_protocols();
+
+/// Why `protocol` cannot run `sc` for real (empty: it can). Clock jumps and drift give "not reproducible in
+/// reality: ..."; what this first version leaves out (network delay, loss and partitions that begin late or
+/// heal, replicas, renewal, read-modify-write programs) says so in its own words.
+std::optional<std::string> not_reproducible(const Scenario& sc, const std::string& protocol);
+
+/// `sc` with every duration multiplied by `factor` (> 0): the protocols' (ttl, timeouts, retry delays,
+/// drift allowance...), the clients' (start, work, think, retry delay, give-up), the faults' (time,
+/// duration, trigger delay), the time limit. The simulated run beside a real one runs this same scenario.
+Scenario scaled(const Scenario& sc, double factor);
+
+/// The simulated world's processes a fault may name that this protocol's real run has (clients, store,
+/// redis1..N).
+std::vector<std::string> real_process_names(const Scenario& sc, const std::string& protocol);
+
+/// Whether fault `f` applies to this protocol's run (the runner's rule: a fault whose first target is a
+/// service process of another protocol does not).
+bool fault_applies(const Scenario& sc, const std::string& protocol, const FaultSpec& f);
+
+/// Redis nodes the protocol runs: 1 for redis and redis+incr, cfg.nodes (default 5) for redlock.
+std::uint32_t node_count(const Scenario& sc, const std::string& protocol);
+
+}  // namespace locksim::reality

@@ -1,0 +1,93 @@
+#pragma once
+/// A real redis-server on a free 127.0.0.1 port in a folder of its own, started and killed by locksim, and
+/// the listener that collects the server-side grant records.
+///
+/// Ground truth from the server: the clients' acquire script (client.cpp) runs `SET key value NX PX ttl`
+/// and, only when that SET took effect, publishes "key, value, server TIME" on the channel locksim:sets from
+/// inside the same script (atomic with the SET). A listener in the parent subscribes to every server, so the
+/// service records do not depend on what a client says about itself, and they outlive a server that loses
+/// its memory (the published message is already out).
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "locksim/sim/storage.hpp"
+
+namespace locksim::reality {
+
+struct RedisOptions {
+  std::string name;  ///< redis1..redisN, as in the simulated world
+  bool aof = false;
+  FsyncPolicy fsync = FsyncPolicy::periodic;
+};
+
+/// Thrown when a server cannot be started; says why (the apt package when the binary is missing).
+struct StartError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class RedisServer {
+ public:
+  /// Makes `dir` (a subfolder of the run's temporary folder) and picks a free port; starts nothing.
+  RedisServer(RedisOptions opts, std::string dir);
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  /// Starts redis-server (again, on the same port and folder: a restart reads its AOF) and waits until it
+  /// answers PING, at most 5 s. Throws StartError (the child is killed first).
+  void start();
+  /// SIGKILL: the crash (what was not written to the AOF file is lost).
+  void kill();
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  std::uint16_t port() const { return port_; }
+  const std::string& name() const { return opts_.name; }
+  /// Runs one command on the server (setup: the INCR counter's start); throws StartError on failure.
+  void command(const std::vector<std::string>& argv);
+
+ private:
+  RedisOptions opts_;
+  std::string dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+/// One service record: a SET NX that took effect on `node`, at the server's own TIME (CLOCK_REALTIME, ns).
+struct SetRecord {
+  std::int64_t real_ns = 0;
+  std::string node, key, value;
+};
+
+/// Subscribes to locksim:sets on one server, reconnecting after a crash, until stopped.
+class RecordListener {
+ public:
+  RecordListener(std::string node, std::uint16_t port);
+  ~RecordListener();
+  /// Waits (at most 5 s) until the listener is subscribed to the server as it runs now (after `start` or a
+  /// restart), so no grant can be made unseen. Throws StartError.
+  void wait_subscribed();
+  /// Waits (at most 5 s) until the listener has seen its connection end (after the server was killed).
+  void wait_disconnected();
+  /// The records so far.
+  std::vector<SetRecord> records() const;
+
+ private:
+  void loop();
+  std::string node_;
+  std::uint16_t port_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> fd_{-1};
+  std::atomic<std::uint64_t> subscribed_{0};  ///< connection generations subscribed so far
+  std::atomic<std::uint64_t> lost_{0};        ///< connections lost so far
+  mutable std::mutex mu_;
+  std::vector<SetRecord> records_;
+  std::thread thread_;
+};
+
+}  // namespace locksim::reality

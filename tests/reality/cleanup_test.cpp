@@ -1,0 +1,151 @@
+// Nothing is left behind: no process, no port, no folder, after a run, after a server that would not start,
+// and after Ctrl-C in the middle of a run.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "locksim/scenarios/catalog.hpp"
+#include "reality/children.hpp"
+#include "reality/plan.hpp"
+#include "reality/redis_server.hpp"
+#include "reality/run.hpp"
+
+namespace locksim::reality {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool no_children() {
+  return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD && registered_children() == 0;
+}
+
+/// A fresh folder for TMPDIR: every folder a run makes goes under it, and every process it starts carries
+/// TMPDIR=<it> in its environment.
+std::string fresh_tmpdir(const char* tag) {
+  std::string t = (fs::temp_directory_path() / (std::string("locksim-test-") + tag + "-XXXXXX")).string();
+  if (::mkdtemp(t.data()) == nullptr) return {};
+  return t;
+}
+
+/// Processes whose environment holds `TMPDIR=dir`, or whose working folder is under `dir` (redis-server
+/// rewrites its environment's memory for its process title, and works in its --dir), read from /proc; this
+/// process excluded.
+int processes_with_tmpdir(const std::string& dir) {
+  const std::string marker = "TMPDIR=" + dir;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(::getpid()))
+      continue;
+    std::error_code ec;
+    const std::string cwd = fs::read_symlink(e.path() / "cwd", ec).string();
+    if (!ec && cwd.rfind(dir + "/", 0) == 0) {
+      ++n;
+      continue;
+    }
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::size_t at = 0;
+    for (std::size_t z; (z = env.find('\0', at)) != std::string::npos; at = z + 1)
+      if (env.compare(at, z - at, marker) == 0) {
+        ++n;
+        break;
+      }
+  }
+  return n;
+}
+
+TEST(RealCleanup, AServerThatCannotStartLeavesNothing) {
+  const std::string tmp = fresh_tmpdir("nostart");
+  ASSERT_FALSE(tmp.empty());
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  const std::string old_tmp = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "";
+  ::setenv("PATH", tmp.c_str(), 1);  // no redis-server there
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  // find_program also looks in /usr/sbin and /sbin; Debian's redis-server is in /usr/bin.
+  const bool hidden = find_program("redis-server").empty();
+  std::string what;
+  try {
+    run_real(scaled(load_scenario("kleppmann-gc-pause"), 0.3), "redlock");
+  } catch (const StartError& e) {
+    what = e.what();
+  }
+  ::setenv("PATH", old_path.c_str(), 1);
+  if (old_tmp.empty())
+    ::unsetenv("TMPDIR");
+  else
+    ::setenv("TMPDIR", old_tmp.c_str(), 1);
+  if (hidden) EXPECT_NE(what.find("apt-get install redis-server"), std::string::npos) << what;
+  EXPECT_TRUE(no_children());
+  EXPECT_TRUE(fs::is_empty(tmp));  // the run's folder is gone
+  fs::remove_all(tmp);
+}
+
+TEST(RealCleanup, ARunLeavesNoProcessPortOrFolder) {
+  if (find_program("redis-server").empty())
+    GTEST_SKIP() << "redis-server is not installed (apt-get install redis-server)";
+  const std::string tmp = fresh_tmpdir("run");
+  ASSERT_FALSE(tmp.empty());
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  std::vector<std::uint16_t> ports;
+  {
+    // A server of its own, to learn a port it used.
+    RedisServer s({"redis1"}, tmp + "/probe");
+    s.start();
+    ports.push_back(s.port());
+    EXPECT_TRUE(port_open(s.port()));
+  }
+  const RunOutput r = run_real(scaled(load_scenario("redis-restart-no-fsync"), 0.3), "redlock");
+  ::unsetenv("TMPDIR");
+  EXPECT_EQ(r.history.service_nodes.size(), 5u);
+  EXPECT_TRUE(no_children());
+  EXPECT_EQ(processes_with_tmpdir(tmp), 0);
+  for (std::uint16_t p : ports) EXPECT_FALSE(port_open(p)) << p;
+  fs::remove_all(tmp / fs::path("probe"));
+  EXPECT_TRUE(fs::is_empty(tmp));
+  fs::remove_all(tmp);
+}
+
+TEST(RealCleanup, CtrlCInTheMiddleOfARunKillsEverything) {
+  if (find_program("redis-server").empty())
+    GTEST_SKIP() << "redis-server is not installed (apt-get install redis-server)";
+  const std::string tmp = fresh_tmpdir("sigint");
+  ASSERT_FALSE(tmp.empty());
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("TMPDIR", tmp.c_str(), 1);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::execl(LOCKSIM_BINARY, LOCKSIM_BINARY, "reality", "kleppmann-gc-pause", "-p", "redlock", "--time-scale",
+            "0.5", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Five servers up, client1 acquired and paused (SIGSTOP) for 7.5 s: the middle of the run.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (processes_with_tmpdir(tmp) < 7 && std::chrono::steady_clock::now() < deadline) ::usleep(20'000);
+  EXPECT_GE(processes_with_tmpdir(tmp), 7);  // locksim, 5 redis-server, at least 1 client
+  ::usleep(300'000);
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  ::usleep(100'000);  // orphans (there should be none) would still show
+  EXPECT_EQ(processes_with_tmpdir(tmp), 0);
+  EXPECT_TRUE(fs::is_empty(tmp));
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace locksim::reality

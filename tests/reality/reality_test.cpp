@@ -1,0 +1,116 @@
+// Real runs against redis-server judged by the simulator's checker: the verdicts the catalog expects, the
+// ground truth they rest on (the store's log, the servers' own records), and the plan's refusals.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+
+#include "locksim/scenarios/catalog.hpp"
+#include "reality/children.hpp"
+#include "reality/plan.hpp"
+#include "reality/run.hpp"
+
+namespace locksim::reality {
+namespace {
+
+#define REQUIRE_REDIS()                                                                       \
+  do {                                                                                        \
+    if (find_program("redis-server").empty())                                                 \
+      GTEST_SKIP() << "redis-server is not installed (Debian: apt-get install redis-server)"; \
+  } while (0)
+
+/// No child process of this test process is left (running or unreaped).
+bool no_children() {
+  return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD && registered_children() == 0;
+}
+
+RunOutput real(const std::string& scenario, const std::string& protocol, double scale = 0.3) {
+  return run_real(scaled(load_scenario(scenario), scale), protocol);
+}
+
+TEST(RealRedis, GcPauseLetsTheStaleWriteThroughAsSimulated) {
+  REQUIRE_REDIS();
+  const Scenario sc = scaled(load_scenario("kleppmann-gc-pause"), 0.3);
+  const RunOutput r = run_real(sc, "redis");
+  EXPECT_TRUE(no_children());
+  ASSERT_EQ(r.history.grants.size(), 2u);
+  EXPECT_FALSE(r.check.safe);
+  EXPECT_EQ(r.check.count(kStaleWriteAccepted), 1u);
+  // The store's own log: client2's write, then client1's stale one, both accepted.
+  ASSERT_EQ(r.history.resource_log.size(), 2u);
+  EXPECT_EQ(r.history.writes[r.history.resource_log[1].request].client, "client1");
+  // Every grant is backed by redis-server's own record, made before the client heard.
+  EXPECT_EQ(r.check.unbacked_grants, 0u);
+  EXPECT_EQ(r.history.service_sets.size(), 2u);
+  // The pause was SIGSTOP for the scenario's 15 s × 0.3, give or take the scheduler.
+  EXPECT_GE(r.run.end.count(), 4'400'000'000);
+  EXPECT_EQ(run_scenario(sc, "redis").verdict(), r.verdict());
+}
+
+TEST(RealRedis, RedlockGcPauseIsUnsafeAsSimulated) {
+  REQUIRE_REDIS();
+  const RunOutput r = real("kleppmann-gc-pause", "redlock");
+  EXPECT_TRUE(no_children());
+  EXPECT_FALSE(r.check.safe);
+  EXPECT_EQ(r.check.unbacked_grants, 0u);
+  EXPECT_EQ(r.history.service_quorum, 3u);
+}
+
+TEST(RealRedis, IncrTokenWithAFencedStoreRejectsTheStaleWrite) {
+  REQUIRE_REDIS();
+  const RunOutput r = real("kleppmann-fencing-tokens", "redis+incr");
+  EXPECT_TRUE(no_children());
+  EXPECT_TRUE(r.check.safe) << r.check.violations.size();
+  ASSERT_EQ(r.history.grants.size(), 2u);
+  EXPECT_EQ(r.history.grants[0].token, 33u);  // first_token = 33: INCR on the counter the run set to 32
+  EXPECT_EQ(r.history.grants[1].token, 34u);
+  ASSERT_EQ(r.history.resource_log.size(), 2u);
+  EXPECT_TRUE(r.history.resource_log[0].accepted);
+  EXPECT_FALSE(r.history.resource_log[1].accepted);
+  EXPECT_EQ(r.history.resource_log[1].reason, "token 33 < highest 34");
+}
+
+TEST(RealRedis, RedlockCrashRestartWithoutPersistenceGrantsTwice) {
+  REQUIRE_REDIS();
+  const RunOutput r = real("redis-restart-no-fsync", "redlock");
+  EXPECT_TRUE(no_children());
+  EXPECT_FALSE(r.check.safe);
+  // redis1 voted for both: once before its crash, once after it came back empty.
+  std::size_t redis1 = 0;
+  for (const ServiceSet& s : r.history.service_sets) redis1 += s.node == "redis1" ? 1 : 0;
+  EXPECT_EQ(redis1, 2u);
+}
+
+TEST(RealRedis, RedlockCrashRestartWithFsyncAlwaysKeepsTheKey) {
+  REQUIRE_REDIS();
+  const RunOutput r = real("redis-restart-fsync-always", "redlock");
+  EXPECT_TRUE(no_children());
+  EXPECT_TRUE(r.check.safe);
+  ASSERT_EQ(r.history.grants.size(), 2u);
+  // The key survived the crash, so client2 waited for client1's release (after its 4 s × 0.3 of work), and
+  // that release reached the restarted redis1: client2 did not have to wait for the TTL (10 s × 0.3).
+  EXPECT_GE(r.history.grants[1].granted, r.history.grants[0].belief_end);
+  EXPECT_GE(r.history.grants[1].granted.count(), 1'200'000'000);
+  EXPECT_LT(r.history.grants[1].granted.count(), 3'000'000'000);
+}
+
+TEST(RealityPlan, ClockFaultsAreNotReproducible) {
+  const auto why = not_reproducible(load_scenario("kleppmann-clock-jump"), "redlock");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("not reproducible in reality"), std::string::npos);
+  EXPECT_FALSE(not_reproducible(load_scenario("kleppmann-gc-pause"), "redis").has_value());
+  EXPECT_TRUE(not_reproducible(load_scenario("kleppmann-gc-pause"), "lease").has_value());
+}
+
+TEST(RealityPlan, TimeScaleMultipliesEveryDuration) {
+  const Scenario sc = load_scenario("kleppmann-gc-pause");
+  const Scenario half = scaled(sc, 0.5);
+  EXPECT_EQ(half.config.ttl, sc.config.ttl / 2);
+  EXPECT_EQ(half.config.node_timeout, sc.config.node_timeout / 2);
+  EXPECT_EQ(half.clients[1].start, sc.clients[1].start / 2);
+  EXPECT_EQ(half.faults[0].fault.duration, sc.faults[0].fault.duration / 2);
+  EXPECT_EQ(half.max_time, sc.max_time / 2);
+}
+
+}  // namespace
+}  // namespace locksim::reality
