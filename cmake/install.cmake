@@ -6,7 +6,7 @@ include(CMakePackageConfigHelpers)
 set(LOCKSIM_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/locksim)
 set(locksim_export_targets)
 foreach(pair sim:locksim_sim protocols:locksim_protocols redis:locksim_redis raft:locksim_raft dblease:locksim_dblease
-        zookeeper:locksim_zookeeper
+        zookeeper:locksim_zookeeper consul:locksim_consul
         builtin_protocols:locksim_builtin_protocols checker:locksim_checker scenarios:locksim_scenarios
         reports:locksim_reports cli:locksim_cli)
   string(REPLACE ":" ";" parts ${pair})

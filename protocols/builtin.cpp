@@ -1,3 +1,4 @@
+#include "locksim/protocols/consul/consul.hpp"
 #include "locksim/protocols/dblease/dblease.hpp"
 #include "locksim/protocols/lock.hpp"
 #include "locksim/protocols/raft/lease.hpp"
@@ -14,6 +15,7 @@ void register_builtin_protocols() {
   register_redis_protocols(ProtocolRegistry::instance());
   register_dblease_protocols(ProtocolRegistry::instance());
   register_zookeeper_protocols(ProtocolRegistry::instance());
+  register_consul_protocols(ProtocolRegistry::instance());
 }
 
 }  // namespace locksim

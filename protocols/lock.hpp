@@ -178,6 +178,13 @@ class Protocol {
     (void)cfg;
     return {};
   }
+  /// Why this protocol cannot run `cfg` (a setting the real system refuses, such as a Consul session TTL
+  /// under 10 s), naming the setting in the scenario's words; nothing (the default) when it can. The loader
+  /// reports it at the setting's line, a run at the file.
+  virtual std::optional<std::string> config_problem(const ProtocolConfig& cfg) const {
+    (void)cfg;
+    return std::nullopt;
+  }
   /// Spawn the service's processes. Servers record service-side grants through History::recorder (write
   /// only).
   virtual ServiceInfo build(World& world, const ProtocolConfig& cfg, History& history) = 0;

@@ -345,6 +345,8 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
     throw InputError(sc.file, 0, "protocol", fmt::format("unknown protocol '{}'", protocol_name));
   std::unique_ptr<Protocol> protocol = reg.make(protocol_name);
   const ProtocolConfig& cfg = sc.config_for(protocol_name);
+  if (auto problem = protocol->config_problem(cfg))
+    throw InputError(sc.file, 0, "lock.ttl", fmt::format("{}: {}", protocol_name, *problem));
 
   RunOutput out;
   out.scenario = sc.name;

@@ -344,6 +344,14 @@ class Node final : public Member {
       ctx_.send(m.from, std::move(r));
       return;
     }
+    if (auto answer = svc_->screen(rq->cmd)) {
+      answer->req = rq->req;
+      const std::string detail = fmt::format("req={} ok={} {}", answer->req, answer->ok, answer->error);
+      Message r = Message::of(kClientReplyType, std::move(*answer), detail);
+      r.reply_to = m.id;
+      ctx_.send(m.from, std::move(r));
+      return;
+    }
     propose(rq->cmd, &m);
   }
 

@@ -102,6 +102,13 @@ class Service {
   virtual void leader_applied(std::uint64_t index, const LogEntry& e) = 0;
   /// The command of the no-op entry a new leader proposes to commit everything before it.
   virtual std::string noop() const { return {}; }
+  /// Leader only: a client's command before it is appended. An answer returned here is sent at once and
+  /// nothing is appended (Consul's KVS.Apply refuses an acquire in lock-delay before its raftApply); nothing
+  /// (the default): the command is appended as usual.
+  virtual std::optional<ClientReply> screen(const std::string& cmd) {
+    (void)cmd;
+    return std::nullopt;
+  }
   /// This member became leader (before it proposes the no-op of its term).
   virtual void on_leader() {}
   /// This member stopped leading (the core has answered its pending requests "leader-changed"): answer the

@@ -310,6 +310,9 @@ class Loader {
   void expect(const Tab& root, Scenario& s) const;
   Expectation expectation(const toml::node& v, const std::string& field) const;
   void variants(const Tab& root, const Scenario& s) const;
+  /// Every protocol the file names (in `protocols`, [protocols.<name>] or [expect]) must accept its config
+  /// (Protocol::config_problem), reported at the TTL that config took.
+  void protocol_limits(const Tab& root, const Scenario& s) const;
   FaultSpec fault(const Tab& t, const Scenario& s) const;
   Trigger trigger(const Tab& t, const Scenario& s, std::string& proc) const;
   /// A fault's `target`: a process name or role, or an array of them.

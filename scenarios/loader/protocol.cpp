@@ -55,6 +55,12 @@ constexpr FieldDoc kProtocolFields[] = {
      "at a multiple of it"},
     {"container_check_interval", "duration > 0", "\"60s\"",
      "ZooKeeper: how often the leader deletes empty lock parents (znode.container.checkIntervalMs)"},
+    {"lock_delay", "duration 0s..60s", "\"15s\"",
+     "Consul: after a session is invalidated, the keys it held cannot be acquired for this long (the "
+     "session's LockDelay)"},
+    {"session_ttl_multiplier", "number 1..2", "2.0",
+     "Consul: the leader invalidates a session this many TTLs after its last renewal (Consul's code: 2; "
+     "its documentation promises only not before 1)"},
     {"variant", "string", "\"\"",
      "a protocol variant, broken on purpose for teaching (`locksim list` lists them)"},
     {"extra", "table of strings", "", "string parameters for a user protocol: [protocol.extra]"},
@@ -176,6 +182,20 @@ void Loader::protocol_config(const Tab& t, ProtocolConfig& c, bool allow_ttl) co
     c.extra["zookeeper.tick_time_ns"] = std::to_string(v->count());
   if (auto v = duration(t, "container_check_interval", Sign::positive))
     c.extra["zookeeper.container_check_interval_ns"] = std::to_string(v->count());
+  // Consul's too (protocols/consul/consul.hpp).
+  if (auto v = duration(t, "lock_delay", Sign::non_negative)) {
+    if (*v > 60s)
+      fail_at(t, "lock_delay",
+              fmt::format("lock_delay {} is out of range: Consul takes 0s to 60s", format_time(*v)));
+    c.extra["consul.lock_delay_ns"] = std::to_string(v->count());
+  }
+  if (auto v = fraction_ppm(t, "session_ttl_multiplier", 1000.0)) {
+    if (*v < 1'000'000 || *v > 2'000'000)
+      fail_at(t, "session_ttl_multiplier",
+              "session_ttl_multiplier is out of range: must be between 1.0 (invalidation at the TTL, the "
+              "earliest Consul promises) and 2.0 (Consul's code, SessionTTLMultiplier)");
+    c.extra["consul.session_ttl_multiplier_ppm"] = std::to_string(*v);
+  }
   if (c.election_timeout_min > c.election_timeout_max) {
     const char* k = t.has("election_timeout_max") ? "election_timeout_max" : "election_timeout_min";
     fail_at(t, k,
@@ -249,6 +269,25 @@ void Loader::variants(const Tab& root, const Scenario& s) const {
       check(Tab{v.as_table(), fmt::format("protocols.\"{}\"", name), line_of(v)}, names_of(variants_of(name)),
             name);
     }
+  }
+}
+
+void Loader::protocol_limits(const Tab& root, const Scenario& s) const {
+  std::set<std::string> named(s.protocols.begin(), s.protocols.end());
+  for (const auto& [name, c] : s.per_protocol) named.insert(name);
+  for (const auto& [name, e] : s.expect) named.insert(name);
+  auto& reg = ProtocolRegistry::instance();
+  for (const std::string& name : named) {
+    if (!reg.has(name)) continue;
+    auto problem = reg.make(name)->config_problem(s.config_for(name));
+    if (!problem) continue;
+    const std::string what = fmt::format("{}: {}", name, *problem);
+    if (auto ps = sub_table(root, "protocols"))
+      if (auto own = sub_table(*ps, name); own && own->has("ttl")) fail_at(*own, "ttl", what);
+    if (auto l = sub_table(root, "lock"); l && l->has("ttl"))
+      fail_at(*l, "ttl",
+              fmt::format("{} (give it a TTL of its own in [protocols.\"{}\"] ttl = \"10s\")", what, name));
+    fail(1, "lock.ttl", what);
   }
 }
 

@@ -195,6 +195,7 @@ Scenario Loader::load(const toml::table& root_table) {
 
   expect(root, s);
   variants(root, s);
+  protocol_limits(root, s);
   return s;
 }
 

@@ -309,9 +309,9 @@ TEST(Check, JunitIsWrittenWhenAFileIsBadAndSaysWhatFailed) {
   };
   EXPECT_EQ(count("<error "), 1u) << xml;
   EXPECT_EQ(count("<failure "), 1u) << xml;
-  // bad.toml's one case, then a case per protocol each catalog file expects: 8 each (redis, redlock, lease,
-  // lease+fence, db-lease, db-lease+fence, zookeeper, zookeeper+fence).
-  EXPECT_EQ(count("<testcase "), 1u + 8u + 8u) << xml;
+  // bad.toml's one case, then a case per protocol each catalog file expects: 10 each (redis, redlock, lease,
+  // lease+fence, db-lease, db-lease+fence, zookeeper, zookeeper+fence, consul, consul+fence).
+  EXPECT_EQ(count("<testcase "), 1u + 10u + 10u) << xml;
   EXPECT_NE(xml.find("file=\"bad.toml\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("file=\"wrong.toml\""), std::string::npos) << xml;
   // The failure's text is the story and the replay command; its message is one line that says neither.
