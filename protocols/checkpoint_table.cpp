@@ -73,6 +73,11 @@ ProcId spawn_checkpoint_table(World& world, const std::string& name, ResourceOpt
           Row& row = rows[up->shard];
           CheckpointReply rep;
           rep.applied = token_condition(opts, row, up->token, opts.variant == "lt-token", rep.reason);
+          if (rep.applied && opts.variant == "offset-guard" && row.last_processed_offset > up->offset) {
+            rep.applied = false;
+            rep.reason = fmt::format("last_processed_offset {} <= offset {} is false",
+                                     row.last_processed_offset, up->offset);
+          }
           if (rep.applied) {
             if (up->token) row.highest_fence_token = *up->token;
             row.last_processed_offset = up->offset;
@@ -99,7 +104,10 @@ ProcId spawn_checkpoint_table(World& world, const std::string& name, ResourceOpt
 }
 
 std::vector<Variant> checkpoint_table_variants() {
-  return {{"lt-token", "WHERE highest_fence_token < :token: the holder's own second checkpoint is refused"}};
+  return {{"lt-token", "WHERE highest_fence_token < :token: the holder's own second checkpoint is refused"},
+          {"offset-guard",
+           "WHERE ... AND last_processed_offset <= :offset as well: a statement that would move the offset "
+           "back (the holder's own, landing late) is refused"}};
 }
 
 }  // namespace locksim

@@ -57,7 +57,9 @@ inline constexpr const char* kCheckpointType = "checkpoint";
 inline constexpr const char* kCheckpointReadType = "checkpoint-read";
 
 /// The variants the table understands (ResourceOptions::variant): "lt-token" writes the WHERE clause with
-/// `<` instead of `<=` (the holder's own second checkpoint is refused).
+/// `<` instead of `<=` (the holder's own second checkpoint is refused); "offset-guard" adds
+/// `AND last_processed_offset <= :offset` (one holder's statements that arrive out of order cannot move the
+/// offset back: the token check passes them all, since they carry the same token).
 std::vector<Variant> checkpoint_table_variants();
 
 /// Spawn the table as a daemon process named `name`.

@@ -48,11 +48,26 @@ std::string checkpoint_story(const RunOutput& run, const Violation& v) {
     s = fmt::format("Checkpoint of shard {} moved back from offset {} to {}. ", v.key, from, to);
     s += stmt(run, v.earlier) + "; then the table applied " + stmt(run, v.later) + ".";
     s += pauses_before(run, v.later.client, v.later.arrived);
-    s += fmt::format(
-        " A stale leader's UPDATE rewound the shard's progress: the next leader resumes after offset {} and "
-        "processes up to offset {} again. The WHERE clause must compare the fencing token "
-        "(highest_fence_token <= :token) and the leader must send it.",
-        to, from);
+    if (v.earlier.grant == v.later.grant) {
+      // One hold's statements out of order: the fence passed both (the same token).
+      const WriteRecord& late = h.writes.at(v.later.write);
+      s += fmt::format(
+          " {}'s UPDATE of offset {} was sent at {} and reached the table at {}, after its own later "
+          "checkpoint: the same lock hold, the same token, so highest_fence_token <= :token passed it. A "
+          "fencing token orders leaders, not one leader's statements: a leader that takes over now resumes "
+          "after "
+          "offset {} and processes offset {} again. `AND last_processed_offset <= :offset` in the WHERE "
+          "clause "
+          "(variant \"offset-guard\") refuses the late statement.",
+          v.later.client, to, secs(late.sent), secs(v.later.arrived), to, from);
+    } else {
+      s += fmt::format(
+          " A stale leader's UPDATE rewound the shard's progress: the next leader resumes after offset {} "
+          "and "
+          "processes up to offset {} again. The WHERE clause must compare the fencing token "
+          "(highest_fence_token <= :token) and the leader must send it.",
+          to, from);
+    }
   } else {
     s = fmt::format("Offset {} of shard {} processed by two workers: ", from, v.key);
     s += stmt(run, v.earlier) + ", and the table applied " + stmt(run, v.later) + " too.";

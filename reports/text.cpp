@@ -42,8 +42,9 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
   std::string out;
   out += fmt::format("{} — {}\n", paint(col, "1", sc.name), sc.title);
   if (!sc.source.empty()) out += fmt::format("source: {}\n", sc.source);
-  out += fmt::format("protocol: {}   resource: {} store   seed: {}\n\n", run.protocol,
-                     run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced", run.seed);
+  out += fmt::format("protocol: {}   resource: {} {}   seed: {}\n\n", run.protocol,
+                     run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
+                     to_string(run.resource_kind), run.seed);
 
   out += timeline(run, style);
   out += "\n";

@@ -195,7 +195,7 @@ TEST(DeclaredService, UnknownNamesListTheDeclaredOnes) {
     FAIL() << "lockd4 is not declared";
   } catch (const InputError& e) {
     EXPECT_NE(
-        e.message.find("unknown process 'lockd4': this file's lock services have db1, lockd1..lockd3, raft1"),
+        e.message.find("unknown process 'lockd4': this file's lock services have consul1..consul3, db1, lockd1..lockd3, raft1"),
         std::string::npos)
         << e.message;
     EXPECT_NE(e.message.find("nodes sets the count"), std::string::npos) << e.message;

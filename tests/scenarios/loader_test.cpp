@@ -154,7 +154,8 @@ TEST(Names, ServiceProcessNamesAreTheBuiltInsDeclarations) {
   EXPECT_TRUE(d.in_family("redis12"));
   EXPECT_FALSE(d.in_family("redis"));
   EXPECT_FALSE(d.in_family("redis0"));
-  EXPECT_EQ(d.summary(), "db1, raft1..raft3, redis1..redis5, zk1..zk3");
+  EXPECT_EQ(d.summary(), "consul1..consul3, db1, raft1..raft3, redis1..redis5, zk1..zk3");
+  for (const char* n : {"consul1", "consul3"}) EXPECT_TRUE(d.has(n)) << n;
   sc.config.replica = true;
   sc.config.nodes = 7;
   const DeclaredServices r = declared_services(sc);
