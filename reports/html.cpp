@@ -120,6 +120,8 @@ class ModelBuilder {
     for (const auto& c : run.clients) add_lane(c, "client");
     for (const auto& s : run.servers) add_lane(s, "server");
     add_lane(run.resource, "store");
+    if (auto it = lane_of_.find(run.resource); it != lane_of_.end())
+      lanes_[it->second]["what"] = fmt::format("resource ({})", to_string(run.resource_kind));
     for (const auto& p : run.process_names) add_lane(p, "other");
     by_lane_.resize(lanes_.size());
     for (std::size_t i = 0; i < run.trace.size(); ++i) {
@@ -425,10 +427,11 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
                          : unmet_in_run(it->second, run).empty() ? "as expected"
                                                                  : "NOT as expected");
   o += fmt::format(
-      "<span class=\"meta\">protocol <b>{}</b> · {} store · seed {} · {} events · simulated {} s · trace "
+      "<span class=\"meta\">protocol <b>{}</b> · {} {} · seed {} · {} events · simulated {} s · trace "
       "{:016x}{}"
       "</span>",
-      esc(run.protocol), run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced", run.seed,
+      esc(run.protocol), run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
+      to_string(run.resource_kind), run.seed,
       run.events, format_seconds(run.run.end, 3), run.trace_hash, esc(expect));
   o += "</header>\n";
   o += "<div class=\"controls\"><button id=\"zoom-out\" title=\"zoom out\">−</button>"
