@@ -431,8 +431,8 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
       "{:016x}{}"
       "</span>",
       esc(run.protocol), run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
-      to_string(run.resource_kind), run.seed,
-      run.events, format_seconds(run.run.end, 3), run.trace_hash, esc(expect));
+      to_string(run.resource_kind), run.seed, run.events, format_seconds(run.run.end, 3), run.trace_hash,
+      esc(expect));
   o += "</header>\n";
   o += "<div class=\"controls\"><button id=\"zoom-out\" title=\"zoom out\">−</button>"
        "<button id=\"zoom-in\" title=\"zoom in\">+</button><button id=\"zoom-fit\">fit</button>"

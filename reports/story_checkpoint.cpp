@@ -69,7 +69,10 @@ std::string checkpoint_story(const RunOutput& run, const Violation& v) {
           to, from);
     }
   } else {
-    s = fmt::format("Offset {} of shard {} processed by two workers: ", from, v.key);
+    s = v.earlier.client == v.later.client
+            ? fmt::format("Offset {} of shard {} processed twice by {}, in two lock holds: ", from, v.key,
+                          v.later.client)
+            : fmt::format("Offset {} of shard {} processed by two workers: ", from, v.key);
     s += stmt(run, v.earlier) + ", and the table applied " + stmt(run, v.later) + " too.";
     s += pauses_before(run, v.later.client, v.later.arrived);
     s += " Both leaders believed the unit was theirs; a fenced checkpoint would have refused the older one.";

@@ -1,6 +1,7 @@
 // The checkpoint table's anomalies, from its own log (entries of kind checkpoint_table) only:
 //  - checkpoint-rewind: an applied statement set a shard's offset below the offset the row held;
-//  - duplicate-processing: one offset of a shard checkpointed (applied) by two different workers.
+//  - duplicate-processing: one offset of a shard checkpointed (applied) in two different lock holds (two
+//    workers, or one worker that lost the lock and took it again): the unit was processed twice.
 // Refused statements are listed beside the verdict, marked when the newest holder's was refused.
 #include <algorithm>
 #include <map>
@@ -66,7 +67,7 @@ void check_checkpoints(const History& h, CheckResult& r) {
     }
     s.current = &e;
     auto [it, fresh] = s.first_of_offset.emplace(e.offset, &e);
-    if (!fresh && it->second->worker != e.worker) {
+    if (!fresh && h.writes[it->second->request].grant != h.writes[e.request].grant) {
       r.violations.push_back(Violation{.kind = kDuplicateProcessing,
                                        .key = e.key,
                                        .earlier = ref_of(h, r, *it->second),

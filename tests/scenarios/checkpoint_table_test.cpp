@@ -109,6 +109,17 @@ TEST(CheckpointTable, OneWorkerCheckpointingTheSameOffsetTwiceIsNoDuplicate) {
   EXPECT_TRUE(check(t.h).safe);
 }
 
+TEST(CheckpointTable, OneWorkerCheckpointingTheSameOffsetInTwoHoldsIsADuplicate) {
+  TableHistory t;
+  const auto g1 = t.grant("client1", 0s, 1);
+  const auto g2 = t.grant("client1", 10s, 2);  // the same worker, after it lost the lock and took it again
+  t.statement(g1, 1, 1s, true);
+  t.statement(g2, 1, 11s, true);
+  const CheckResult r = check(t.h);
+  EXPECT_FALSE(r.safe);
+  EXPECT_EQ(r.count(kDuplicateProcessing), 1u);
+}
+
 TEST(CheckpointTable, TheSchedulerLeaderAfterAPauseRewindsWithoutATokenAndIsRefusedWithOne) {
   const Scenario sc = load_scenario("scheduler-leader-gc-pause");
   const RunOutput unfenced = run_scenario(sc, "lease");
