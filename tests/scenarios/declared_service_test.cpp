@@ -194,9 +194,9 @@ TEST(DeclaredService, UnknownNamesListTheDeclaredOnes) {
     load_scenario_text(scenario_text("kind = \"crash\"\nat = \"1s\"\ntarget = \"lockd4\""), "lockd.toml");
     FAIL() << "lockd4 is not declared";
   } catch (const InputError& e) {
-    EXPECT_NE(
-        e.message.find("unknown process 'lockd4': this file's lock services have consul1..consul3, db1, lockd1..lockd3, raft1"),
-        std::string::npos)
+    EXPECT_NE(e.message.find("unknown process 'lockd4': this file's lock services have consul1..consul3, "
+                             "db1, lockd1..lockd3, raft1"),
+              std::string::npos)
         << e.message;
     EXPECT_NE(e.message.find("nodes sets the count"), std::string::npos) << e.message;
   }
