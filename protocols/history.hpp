@@ -112,6 +112,7 @@ struct WriteRecord {
 enum class ResourceKind : std::uint8_t {
   store,             ///< a key-value store, fenced or not (protocols/resource.hpp)
   checkpoint_table,  ///< the notes' shard_checkpoint table (protocols/checkpoint_table.hpp)
+  object_store,      ///< objects with generations and If-Match writes (protocols/object_store.hpp)
 };
 
 /// One entry of the resource's own append-only log: a delivered copy of a request, or a checked write
@@ -135,7 +136,8 @@ struct ResourceEntry {
   std::string reason;                       ///< why it was refused
   ResourceKind kind = ResourceKind::store;  ///< which kind of resource logged it
   /// checkpoint-table: the statement's :offset (write) or the row's last_processed_offset (read), and its
-  /// :worker (the row's updated_by for a read).
+  /// :worker (the row's updated_by for a read). object-store: `offset` is the object's generation after the
+  /// request (0: it does not exist).
   std::int64_t offset = 0;
   std::string worker;
 };

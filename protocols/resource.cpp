@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "locksim/protocols/checkpoint_table.hpp"
+#include "locksim/protocols/object_store.hpp"
 
 #include <algorithm>
 #include <map>
@@ -112,12 +113,22 @@ std::string_view to_string(ResourceKind k) {
       return "store";
     case ResourceKind::checkpoint_table:
       return "checkpoint-table";
+    case ResourceKind::object_store:
+      return "object-store";
   }
   return "?";
 }
 
 std::vector<Variant> resource_variants(ResourceKind k) {
-  return k == ResourceKind::checkpoint_table ? checkpoint_table_variants() : resource_variants();
+  switch (k) {
+    case ResourceKind::checkpoint_table:
+      return checkpoint_table_variants();
+    case ResourceKind::object_store:
+      return object_store_variants();
+    case ResourceKind::store:
+      break;
+  }
+  return resource_variants();
 }
 
 std::vector<Variant> resource_variants() {

@@ -45,6 +45,9 @@ AnomalyLabels anomaly_labels(const Violation& v) {
   if (v.kind == kCheckpointRewind)
     return {fmt::format("checkpoint of shard {} rewound: {} after {}", v.key, b, a),
             "set offset: " + a + " ✓", "rewound: " + b + " ✓"};
+  if (v.kind == kStaleManifest)
+    return {fmt::format("manifest {} overwritten: {} left out batches {} had committed", v.key, b, a),
+            "committed: " + a + " ✓", "overwrote: " + b + " ✓"};
   if (v.kind == kDuplicateProcessing)
     return {fmt::format("offset of shard {} processed twice: by {} and by {}", v.key, a, b), a + " ✓",
             "again: " + b + " ✓"};

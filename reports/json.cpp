@@ -102,6 +102,7 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     kinds[k] = run.check.count(k);
   if (run.resource_kind == ResourceKind::checkpoint_table)
     for (const char* k : {kCheckpointRewind, kDuplicateProcessing}) kinds[k] = run.check.count(k);
+  if (run.resource_kind == ResourceKind::object_store) kinds[kStaleManifest] = run.check.count(kStaleManifest);
   for (const auto& [k, n] : run.check.anomaly_counts)
     if (!kinds.contains(k)) kinds[k] = n;
   j["anomalies"] = kinds;

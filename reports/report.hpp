@@ -21,8 +21,13 @@ std::string story(const RunOutput& run);
 std::string anomaly_story(const RunOutput& run, const Violation& v);
 /// The checkpoint table's anomalies (checkpoint-rewind, duplicate-processing) in its own words.
 std::string checkpoint_story(const RunOutput& run, const Violation& v);
-/// The checkpoint statements the table refused, one line each (CheckResult::refused), beside the verdict.
+/// What the resource refused, one line each (CheckResult::refused), beside the verdict: the checkpoint
+/// statements the table refused, or the object store's failed manifest writes.
 std::vector<std::string> refusal_lines(const RunOutput& run);
+/// The object store's anomaly (stale-manifest) in its own words.
+std::string object_store_story(const RunOutput& run, const Violation& v);
+/// The object store's refused manifest writes (If-Match failed), one line each.
+std::vector<std::string> object_store_refusal_lines(const RunOutput& run);
 /// "1 lost-update, 2 stale-write-accepted": the anomalies by kind (empty when none).
 std::string anomaly_summary(const CheckResult& c);
 /// What a reader must know before trusting the verdict, one sentence each (empty: nothing): grants no

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "locksim/protocols/checkpoint_table.hpp"
+#include "locksim/protocols/object_store.hpp"
 #include "locksim/scenarios/loader.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
@@ -370,9 +371,18 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   LazyServices declared(sc);
   ServiceInfo service = build_service(*protocol, world, cfg, history);
   const ResourceOptions resource_opts{out.resource_mode, sc.resource_variant};
-  ProcId resource = sc.resource_kind == ResourceKind::checkpoint_table
-                        ? spawn_checkpoint_table(world, sc.resource_name, resource_opts, history)
-                        : spawn_resource(world, sc.resource_name, resource_opts, history);
+  ProcId resource{};
+  switch (sc.resource_kind) {
+    case ResourceKind::checkpoint_table:
+      resource = spawn_checkpoint_table(world, sc.resource_name, resource_opts, history);
+      break;
+    case ResourceKind::object_store:
+      resource = spawn_object_store(world, sc.resource_name, resource_opts, history);
+      break;
+    case ResourceKind::store:
+      resource = spawn_resource(world, sc.resource_name, resource_opts, history);
+      break;
+  }
   if (const std::string own = protocol->resource_process(cfg);
       !own.empty() && sc.resource_kind == ResourceKind::store)
     resource = world.find(own);
@@ -384,6 +394,7 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   env.config = &cfg;
   env.resource = resource;
   env.resource_kind = sc.resource_kind;
+  env.resource_mode = out.resource_mode;
   env.lock_key = sc.lock_key;
   env.resource_key = sc.resource_key;
   for (const ClientSpec& c : sc.clients) {

@@ -28,6 +28,8 @@ struct WorkloadEnv {
   std::shared_ptr<const ProtocolConfig> own_config;
   ProcId resource{};
   ResourceKind resource_kind = ResourceKind::store;
+  /// The resource's mode. The object store's clients write the manifest with If-Match when it is fenced.
+  ResourceMode resource_mode = ResourceMode::unfenced;
   std::string lock_key;
   std::string resource_key;
   Time give_up_at{0};
@@ -81,6 +83,24 @@ std::optional<std::int64_t> read_checkpoint(const WorkloadEnv& env, Context& ctx
 enum class Checkpointed : std::uint8_t { applied, refused, no_answer };
 Checkpointed write_checkpoint(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, std::int64_t offset,
                               const std::optional<std::uint64_t>& token, Time checked, bool lease_checked);
+
+/// Object store (scenarios/workload_object_store.cpp): the manifest as this hold last saw it.
+struct ManifestView {
+  std::uint64_t generation = 0;  ///< 0: no manifest yet
+  std::vector<std::string> batches;
+};
+/// A `read` step GETs the manifest (the resource key); nothing: no answer. `stale`: it carries a token
+/// above `token`, so a newer holder has committed since (the hold is lost: the leader steps down).
+std::optional<ManifestView> read_manifest(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                                          const std::optional<std::uint64_t>& token, bool& stale);
+/// A `write` step writes `batch` as an object of its own, then commits it: PUT of the manifest `seen` plus
+/// the batch, with the token, and `If-Match: seen.generation` when `conditional`. Recorded as a WriteRecord
+/// whose value is the new manifest's content. Applied: `seen` becomes the new manifest. Refused (412): a
+/// newer manifest exists. No answer: what happened is unknown (`seen` must be read again).
+enum class Committed : std::uint8_t { applied, refused, no_answer };
+Committed commit_batch(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, ManifestView& seen,
+                       const std::string& batch, const std::optional<std::uint64_t>& token, bool conditional,
+                       Time checked, bool lease_checked);
 
 }  // namespace workload
 }  // namespace locksim

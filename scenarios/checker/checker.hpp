@@ -42,10 +42,13 @@ inline constexpr const char* kFreshWriteRejected = "fresh-write-rejected";
 /// checkpointed by two workers.
 inline constexpr const char* kCheckpointRewind = "checkpoint-rewind";
 inline constexpr const char* kDuplicateProcessing = "duplicate-processing";
+/// The object store's own: an applied manifest write left out a batch the manifest it replaced had committed.
+inline constexpr const char* kStaleManifest = "stale-manifest";
 
 /// Every anomaly kind, in the order reports list them.
-inline constexpr const char* kAnomalyKinds[] = {kStaleWriteAccepted, kLostUpdate,       kTokenRegression,
-                                                kFreshWriteRejected, kCheckpointRewind, kDuplicateProcessing};
+inline constexpr const char* kAnomalyKinds[] = {kStaleWriteAccepted, kLostUpdate,          kTokenRegression,
+                                                kFreshWriteRejected, kCheckpointRewind,    kDuplicateProcessing,
+                                                kStaleManifest};
 
 /// One write as named in a verdict: enough for a person to find it in the story without the history at hand.
 /// `seq` and `arrived` name the copy involved (a duplicate may be another copy than the first).
@@ -88,7 +91,9 @@ struct GrantRef {
 ///  one
 ///    with a lower offset right after it (`key` is the shard, the offsets are the writes' values);
 ///  - duplicate-processing: `earlier` the first applied checkpoint of an offset, `later` another worker's
-///    applied checkpoint of the same offset.
+///    applied checkpoint of the same offset;
+///  - stale-manifest: `earlier` the applied manifest write the object held, `later` the applied one that
+///    replaced it and left out some of its batches (`key` is the manifest).
 struct Violation {
   std::string kind = kStaleWriteAccepted;
   std::string key;  ///< resource key (token-regression: the lock key)
@@ -177,7 +182,7 @@ struct CheckResult {
   /// those whose grant was the newest epoch on its lock when the table refused it (the holder itself).
   struct Refusal {
     WriteRef write;
-    std::string key;  ///< the shard
+    std::string key;  ///< the shard (checkpoint table), the manifest (object store)
     std::string reason;
     bool newest = false;
   };
@@ -245,6 +250,10 @@ void explain_unbacked(const History& h, CheckResult& r);
 void check_resource(const History& h, CheckResult& r);
 /// The checkpoint table's anomalies (checkpoint-rewind, duplicate-processing) and its refusals, from its log.
 void check_checkpoints(const History& h, CheckResult& r);
+/// The object store's anomaly (stale-manifest) and its refused manifest writes, from its log.
+void check_object_store(const History& h, CheckResult& r);
+/// The batches of manifest content `replaced` that manifest content `written` leaves out, in order.
+std::vector<std::string> dropped_batches(const std::string& replaced, const std::string& written);
 /// The newest epoch on lock `lock` at true time t, per grant ordering (0: none yet).
 std::uint64_t newest_epoch_at(const History& h, const CheckResult& r, const std::string& lock, Time t);
 }  // namespace checker_detail

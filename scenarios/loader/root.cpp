@@ -41,8 +41,9 @@ constexpr FieldDoc kResourceFields[] = {
     {"key", "string", "\"data\"", "the key the clients write"},
     {"mode", "\"auto\" | \"unfenced\" | \"fenced\"", "\"auto\"",
      "auto: fenced iff the protocol sends tokens; otherwise forced"},
-    {"kind", "\"store\" | \"checkpoint-table\"", "\"store\"",
-     "what the resource is: a key-value store, or the shard_checkpoint table (docs/safety.md)"},
+    {"kind", "\"store\" | \"checkpoint-table\" | \"object-store\"", "\"store\"",
+     "what the resource is: a key-value store, the shard_checkpoint table, or an object store whose manifest "
+     "commits batches (docs/safety.md)"},
     {"variant", "string", "\"\"", "a teaching or mutant variant of the resource (`locksim list` lists them)"},
 };
 constexpr FieldDoc kLimitsFields[] = {
@@ -146,7 +147,10 @@ Scenario Loader::load(const toml::table& root_table) {
     }
     if (r->has("kind"))
       s.resource_kind = *enumeration<ResourceKind>(
-          *r, "kind", {{"store", ResourceKind::store}, {"checkpoint-table", ResourceKind::checkpoint_table}});
+          *r, "kind",
+          {{"store", ResourceKind::store},
+           {"checkpoint-table", ResourceKind::checkpoint_table},
+           {"object-store", ResourceKind::object_store}});
     if (auto v = str(*r, "variant", true)) s.resource_variant = *v;
   }
 
