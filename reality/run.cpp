@@ -17,6 +17,7 @@
 #include "locksim/scenarios/services.hpp"
 #include "reality/children.hpp"
 #include "reality/client.hpp"
+#include "reality/etcd_server.hpp"
 #include "reality/plan.hpp"
 #include "reality/redis_server.hpp"
 #include "reality/store_server.hpp"
@@ -71,6 +72,7 @@ class RealRun {
     }
     listeners_.clear();
     servers_.clear();  // kills what still runs
+    etcd_.reset();
   }
 
   RunOutput run() {
@@ -94,7 +96,19 @@ class RealRun {
 
     // The servers, each answering PING and watched by its record listener before anything else happens.
     const std::uint32_t n = node_count(sc_, protocol_);
-    for (std::uint32_t i = 1; i <= n; ++i) {
+    if (is_etcd(protocol_)) {
+      // etcd: the members the simulated world names (raft1..raftN), with leaders and the watcher running.
+      std::vector<std::string> members;
+      for (const ServiceProcess& p : h.service.processes) members.push_back(p.name);
+      etcd_ = std::make_unique<EtcdCluster>(members, dir_.path(), sc_.lock_key);
+      etcd_->start();
+      for (const std::string& m : members) {
+        h.service_nodes.push_back(m);
+        names_.push_back(m);
+        out_.servers.push_back(m);
+      }
+    }
+    for (std::uint32_t i = 1; i <= n && !etcd_; ++i) {
       const std::string name = fmt::format("redis{}", i);
       servers_.push_back(
           std::make_unique<RedisServer>(RedisOptions{name, cfg.aof, cfg.fsync}, dir_.path() + "/" + name));
@@ -149,6 +163,7 @@ class RealRun {
     plan.resource_key = sc_.resource_key;
     plan.send_tokens = fenced_;
     for (auto& s : servers_) plan.ports.push_back(s->port());
+    if (etcd_) plan.ports = etcd_->client_ports();
     plan.cut.assign(n, 0);
     for (const FaultSpec& f : sc_.faults) {
       if (f.fault.kind != Fault::Kind::partition || !fault_applies(sc_, protocol_, f)) continue;
@@ -236,6 +251,17 @@ class RealRun {
       }
       return;
     }
+    if (etcd_ && etcd_->has(fs.target)) {
+      if (f.kind == Fault::Kind::crash && etcd_->running(fs.target)) {
+        etcd_->kill(fs.target);
+        trace(TraceKind::crash, fs.target, "crash", "SIGKILL");
+        if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});
+      } else if (f.kind == Fault::Kind::restart) {
+        etcd_->restart(fs.target);
+        trace(TraceKind::restart, fs.target, "restart", "etcd again on its folder");
+      }
+      return;
+    }
     if (RedisServer* s = server(fs.target)) {
       if (f.kind == Fault::Kind::crash && s->running()) {
         s->kill();
@@ -266,6 +292,11 @@ class RealRun {
       in >> std::ws;
       std::getline(in, detail);
       trace(TraceKind::note, c.name, label, detail, t);
+      if (etcd_ && label == "acquire-committed") {
+        // The client counts itself granted after this ack: wait until etcd's own event reached the watcher.
+        const auto at = detail.find("revision=");
+        if (at != std::string::npos) etcd_->wait_record(std::stoull(detail.substr(at + 9)), 2'000'000'000);
+      }
       for (std::size_t a = 0; a < armed_.size(); ++a) {
         const Fault& f = armed_[a].spec->fault;
         if (armed_[a].fired || f.when.kind != Trigger::Kind::note || f.when.label != label) continue;
@@ -372,6 +403,9 @@ class RealRun {
           }
         } else if (RedisServer* s = server(fs.target)) {
           restart(*s);
+        } else if (etcd_ && etcd_->has(fs.target) && !etcd_->running(fs.target)) {
+          etcd_->restart(fs.target);
+          trace(TraceKind::restart, fs.target, "restart", "etcd again on its folder");
         }
       }
       std::vector<pollfd> fds;
@@ -438,6 +472,12 @@ class RealRun {
                           .value = e.value,
                           .reason = e.reason});
     }
+    if (etcd_)
+      for (const LeaseRecord& l : etcd_->records()) {
+        h.service_sets.push_back({Time{l.mono_ns - t0_}, l.node, l.key, l.lease});
+        trace(TraceKind::note, l.node, "created",
+              fmt::format("key={} lease={} revision={}", l.key, l.lease, l.revision), l.mono_ns - t0_);
+      }
     std::vector<SetRecord> sets;
     for (auto& l : listeners_)
       for (SetRecord& s : l->records()) sets.push_back(std::move(s));
@@ -472,6 +512,7 @@ class RealRun {
   std::int64_t t0_ = 0, real0_ = 0;
   std::vector<std::unique_ptr<RedisServer>> servers_;
   std::vector<std::unique_ptr<RecordListener>> listeners_;
+  std::unique_ptr<EtcdCluster> etcd_;
   std::unique_ptr<StoreServer> store_;
   std::vector<Child> children_;
   std::vector<std::string> names_;
