@@ -43,7 +43,8 @@ class EtcdCluster {
   /// Starts every member and waits (at most 10 s) until each answers /health with a leader, then starts the
   /// watcher. Throws StartError (every member killed first).
   void start();
-  /// SIGKILL of one member / the same member again on its folder (it rejoins; at most 10 s).
+  /// SIGKILL of one member / the same member again on its folder (not waited for: it rejoins the cluster on
+  /// its own while the run goes on, and the parent must keep answering its clients meanwhile).
   void kill(const std::string& name);
   void restart(const std::string& name);
   bool has(const std::string& name) const;

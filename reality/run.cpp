@@ -45,6 +45,7 @@ struct Armed {
   std::size_t index = 0;  // in Scenario::faults
   std::uint32_t seen = 0;
   bool fired = false;
+  std::string target;  ///< the process it hit: the spec's target, or the member that led when it fired
 };
 
 enum class ActionKind : std::uint8_t { fire, resume, restart };
@@ -231,7 +232,12 @@ class RealRun {
     const FaultSpec& fs = *armed.spec;
     const Fault& f = fs.fault;
     ++firings_[armed.index];
-    trace(TraceKind::fault, fs.target, std::string(to_string(f.kind)), fmt::format("target={}", fs.target));
+    armed.target = fs.target;
+    if (etcd_ && parse_fault_role(fs.target) == FaultRole::leader) armed.target = etcd_->leader();
+    trace(TraceKind::fault, armed.target, std::string(to_string(f.kind)),
+          armed.target == fs.target ? fmt::format("target={}", fs.target)
+                                    : fmt::format("target={} ({}={})", armed.target, fs.target,
+                                                  armed.target.empty() ? "none" : armed.target));
     if (Child* c = child(fs.target)) {
       if (c->done) return;
       if (f.kind == Fault::Kind::pause) {
@@ -251,14 +257,15 @@ class RealRun {
       }
       return;
     }
-    if (etcd_ && etcd_->has(fs.target)) {
-      if (f.kind == Fault::Kind::crash && etcd_->running(fs.target)) {
-        etcd_->kill(fs.target);
-        trace(TraceKind::crash, fs.target, "crash", "SIGKILL");
+    if (etcd_ && etcd_->has(armed.target)) {
+      const std::string& m = armed.target;
+      if (f.kind == Fault::Kind::crash && etcd_->running(m)) {
+        etcd_->kill(m);
+        trace(TraceKind::crash, m, "crash", "SIGKILL");
         if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});
-      } else if (f.kind == Fault::Kind::restart) {
-        etcd_->restart(fs.target);
-        trace(TraceKind::restart, fs.target, "restart", "etcd again on its folder");
+      } else if (f.kind == Fault::Kind::restart && !etcd_->running(m)) {
+        etcd_->restart(m);
+        trace(TraceKind::restart, m, "restart", "etcd again on its folder");
       }
       return;
     }
@@ -403,9 +410,10 @@ class RealRun {
           }
         } else if (RedisServer* s = server(fs.target)) {
           restart(*s);
-        } else if (etcd_ && etcd_->has(fs.target) && !etcd_->running(fs.target)) {
-          etcd_->restart(fs.target);
-          trace(TraceKind::restart, fs.target, "restart", "etcd again on its folder");
+        } else if (const std::string& m = armed_[act.armed].target;
+                   etcd_ && etcd_->has(m) && !etcd_->running(m)) {
+          etcd_->restart(m);
+          trace(TraceKind::restart, m, "restart", "etcd again on its folder");
         }
       }
       std::vector<pollfd> fds;
@@ -496,7 +504,7 @@ class RealRun {
     out_.process_names = names_;
     for (const Armed& a : armed_) {
       Fault f = a.spec->fault;
-      f.target = id_of(a.spec->target);
+      f.target = id_of(a.target.empty() ? a.spec->target : a.target);
       out_.faults.push_back(f);
       out_.fault_specs.push_back(a.index);
       out_.fault_firings.push_back(firings_[a.index]);
