@@ -32,6 +32,7 @@ EtcdCluster::~EtcdCluster() = default;
 void EtcdCluster::start() {
   throw StartError(kWhy);
 }
+void EtcdCluster::advance_revision(std::uint64_t) {}
 void EtcdCluster::kill(const std::string&) {}
 void EtcdCluster::restart(const std::string&) {}
 bool EtcdCluster::has(const std::string&) const {

@@ -49,6 +49,9 @@ class EtcdCluster {
   void restart(const std::string& name);
   bool has(const std::string& name) const;
   bool running(const std::string& name) const;
+  /// Puts a key of its own (not the lock key) until the store's revision is `revision`: the next creation of
+  /// the lock key gets revision + 1 as its token (a scenario's first_token). Throws StartError.
+  void advance_revision(std::uint64_t revision);
   /// The member that leads now, by /v3/maintenance/status (`leader` vs the member's own id); empty: none.
   std::string leader() const;
   std::vector<std::uint16_t> client_ports() const;

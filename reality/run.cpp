@@ -103,6 +103,7 @@ class RealRun {
       for (const ServiceProcess& p : h.service.processes) members.push_back(p.name);
       etcd_ = std::make_unique<EtcdCluster>(members, dir_.path(), sc_.lock_key);
       etcd_->start();
+      if (cfg.first_token > 1) etcd_->advance_revision(cfg.first_token - 1);
       for (const std::string& m : members) {
         h.service_nodes.push_back(m);
         names_.push_back(m);
@@ -120,7 +121,7 @@ class RealRun {
       names_.push_back(name);
       out_.servers.push_back(name);
     }
-    if (fenced_ && cfg.first_token > 1)
+    if (fenced_ && cfg.first_token > 1 && !etcd_)
       servers_[0]->command({"SET", sc_.lock_key + ":token", std::to_string(cfg.first_token - 1)});
     names_.push_back(sc_.resource_name);
     out_.resource = sc_.resource_name;
