@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <charconv>
 #include <cstring>
 
 namespace locksim::reality {
@@ -15,13 +16,23 @@ std::size_t append(char* data, std::size_t size, std::size_t n, void* out) {
   return size * n;
 }
 
-/// int64 fields come as JSON strings from the gateway; tolerate numbers too.
+/// int64 fields come as JSON strings from the gateway; tolerate numbers too (anything else: 0).
 std::int64_t int_field(const nlohmann::json& j, const char* name) {
   auto it = j.find(name);
   if (it == j.end()) return 0;
-  if (it->is_string()) return std::stoll(it->get<std::string>());
-  if (it->is_number()) return it->get<std::int64_t>();
-  return 0;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  if (!it->is_string()) return 0;
+  const std::string& t = it->get_ref<const std::string&>();
+  std::int64_t v = 0;
+  std::from_chars(t.data(), t.data() + t.size(), v);
+  return v;
+}
+
+/// An answer's error, as text ("" for none): a string in unary answers, an object in streamed ones.
+std::string error_text(const nlohmann::json& j) {
+  auto it = j.find("error");
+  if (it == j.end()) return {};
+  return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
 }  // namespace
@@ -101,8 +112,7 @@ std::optional<nlohmann::json> EtcdCalls::call(const std::string& path, const nlo
     // A member without a leader (just restarted, or cut off) answers with an error that is no decision:
     // "etcdserver: no leader", "etcdserver: request timed out": try the next member.
     if (!j) continue;
-    if (j->contains("error")) {
-      const std::string e = j->value("error", "");
+    if (const std::string e = error_text(*j); !e.empty()) {
       if (e.find("no leader") != std::string::npos || e.find("timed out") != std::string::npos ||
           e.find("leader changed") != std::string::npos)
         continue;
@@ -115,7 +125,7 @@ std::optional<nlohmann::json> EtcdCalls::call(const std::string& path, const nlo
 
 std::optional<EtcdLease> EtcdCalls::grant(std::int64_t ttl_s) {
   auto j = call("/v3/lease/grant", {{"TTL", std::to_string(ttl_s)}});
-  if (!j || !j->contains("ID") || int_field(*j, "TTL") <= 0) return std::nullopt;
+  if (!j || !j->is_object() || !j->contains("ID") || int_field(*j, "TTL") <= 0) return std::nullopt;
   return EtcdLease{std::to_string(int_field(*j, "ID")), int_field(*j, "TTL")};
 }
 
@@ -126,7 +136,7 @@ std::optional<std::uint64_t> EtcdCalls::create(const std::string& key, const std
       {"compare", {{{"target", "CREATE"}, {"result", "EQUAL"}, {"key", k}, {"create_revision", "0"}}}},
       {"success", {{{"request_put", {{"key", k}, {"value", base64(value)}, {"lease", lease}}}}}}};
   auto j = call("/v3/kv/txn", body);
-  if (!j || j->contains("error") || !j->contains("header")) return std::nullopt;
+  if (!j || !j->is_object() || !error_text(*j).empty() || !j->contains("header")) return std::nullopt;
   if (!j->value("succeeded", false)) return 0;
   return static_cast<std::uint64_t>(int_field((*j)["header"], "revision"));
 }
@@ -134,8 +144,9 @@ std::optional<std::uint64_t> EtcdCalls::create(const std::string& key, const std
 std::optional<bool> EtcdCalls::keepalive(const std::string& lease) {
   auto j = call("/v3/lease/keepalive", {{"ID", lease}});
   if (!j) return std::nullopt;
+  if (!error_text(*j).empty() || !j->is_object()) return std::nullopt;
   const nlohmann::json& r = j->contains("result") ? (*j)["result"] : *j;
-  if (r.contains("error")) return std::nullopt;
+  if (!r.is_object() || !error_text(r).empty()) return std::nullopt;
   return int_field(r, "TTL") > 0;
 }
 

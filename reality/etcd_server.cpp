@@ -82,7 +82,11 @@ std::size_t on_data(char* data, std::size_t size, std::size_t n, void* p) {
   for (std::size_t nl; (nl = s.buffer.find('\n')) != std::string::npos;) {
     const std::string line = s.buffer.substr(0, nl);
     s.buffer.erase(0, nl + 1);
-    on_message(s, line);
+    try {
+      on_message(s, line);
+    } catch (const std::exception&) {
+      // A message of another shape (a numeric field that is not a number): not a creation; skip it.
+    }
   }
   return size * n;
 }
