@@ -42,9 +42,8 @@ constexpr FieldDoc kResourceFields[] = {
     {"mode", "\"auto\" | \"unfenced\" | \"fenced\"", "\"auto\"",
      "auto: fenced iff the protocol sends tokens; otherwise forced"},
     {"kind", "\"store\" | \"checkpoint-table\" | \"external-api\"", "\"store\"",
-     "what the resource is: a key-value store, the shard_checkpoint table, or a payment API that cannot "
-     "check "
-     "tokens (docs/safety.md)"},
+     "what the resource is: a key-value store, the shard_checkpoint table, or a payment API that "
+     "cannot check tokens (docs/safety.md)"},
     {"idempotency_keys", "bool", "false",
      "external-api: the clients send an idempotency key per logical job (job-<key>-<job>)"},
     {"idempotency_retention", "duration > 0", "\"24h\"",
