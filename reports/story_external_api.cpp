@@ -62,9 +62,9 @@ std::string external_api_story(const RunOutput& run, const Violation& v) {
          "(job-<account>-"
          "<job>) lets the API return the first result instead.";
   } else {
-    s += fmt::format(
-        " The request carried the job's key, but the API had forgotten it: a key protects only within the "
-        "API's retention window, and this request came later than that after the first.");
+    s +=
+        " The request carried the job's key, but the API had forgotten it: a key protects only while the API "
+        "remembers it, and this request came after the retention window had run out.";
   }
   return s;
 }
