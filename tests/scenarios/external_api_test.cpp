@@ -14,6 +14,7 @@
 #include "locksim/reports/report.hpp"
 #include "locksim/scenarios/catalog.hpp"
 #include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/replay.hpp"
 #include "locksim/scenarios/runner.hpp"
 
 using namespace locksim;
@@ -257,6 +258,24 @@ TEST(ExternalApiScenario, AKeyForgottenDuringALongPauseChargesTwiceAgain) {
   EXPECT_NE(told.find("Charged twice: job 4 by client2"), std::string::npos) << told;
   EXPECT_NE(told.find("key job-3-4 forgotten"), std::string::npos) << told;
   EXPECT_NE(told.find("retention 60.000 s"), std::string::npos) << told;
+}
+
+TEST(ExternalApiScenario, ReplayFilesKeepTheKeysAndTheRetention) {
+  for (const char* name : {"payment-api-gc-pause", "payment-api-gc-pause-idempotency-keys",
+                           "payment-api-key-retention-expired"}) {
+    const Scenario sc = load_scenario(name);
+    for (const char* p : {"redis", "consul+fence"}) {
+      const RunOutput r = run_scenario(sc, p);
+      ReplayInfo info{p, r.trace_hash, r.verdict(), "external_api_test", ""};
+      const std::string text = scenario_to_toml(sc, &info);
+      const ReplayFile f = load_replay_text(text, std::string(name) + ".replay.toml");
+      EXPECT_EQ(f.scenario.resource_kind, ResourceKind::external_api);
+      EXPECT_EQ(f.scenario.idempotency_keys, sc.idempotency_keys) << name;
+      EXPECT_EQ(f.scenario.idempotency_retention, sc.idempotency_retention) << name;
+      EXPECT_EQ(scenario_to_toml(f.scenario, &info), text) << name << " " << p;
+      EXPECT_TRUE(replay(f).hash_matches) << name << " " << p << "\n" << text;
+    }
+  }
 }
 
 // ------------------------------------------------------------------------------------------- property
