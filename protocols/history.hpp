@@ -112,6 +112,7 @@ struct WriteRecord {
 enum class ResourceKind : std::uint8_t {
   store,             ///< a key-value store, fenced or not (protocols/resource.hpp)
   checkpoint_table,  ///< the notes' shard_checkpoint table (protocols/checkpoint_table.hpp)
+  external_api,      ///< a payment or email API that cannot check tokens (protocols/external_api.hpp)
 };
 
 /// One entry of the resource's own append-only log: a delivered copy of a request, or a checked write
@@ -135,9 +136,14 @@ struct ResourceEntry {
   std::string reason;                       ///< why it was refused
   ResourceKind kind = ResourceKind::store;  ///< which kind of resource logged it
   /// checkpoint-table: the statement's :offset (write) or the row's last_processed_offset (read), and its
-  /// :worker (the row's updated_by for a read).
+  /// :worker (the row's updated_by for a read). external-api: `worker` is the client that sent the request.
   std::int64_t offset = 0;
   std::string worker;
+  /// external-api: the logical job a request names (write: `applied` = its effect was performed, otherwise
+  /// deduplicated), or the highest job performed that a read returned; the request's idempotency key ("":
+  /// none).
+  std::int64_t job = 0;
+  std::string idempotency_key;
 };
 
 struct History {

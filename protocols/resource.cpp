@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "locksim/protocols/checkpoint_table.hpp"
+#include "locksim/protocols/external_api.hpp"
 
 #include <algorithm>
 #include <map>
@@ -112,11 +113,14 @@ std::string_view to_string(ResourceKind k) {
       return "store";
     case ResourceKind::checkpoint_table:
       return "checkpoint-table";
+    case ResourceKind::external_api:
+      return "external-api";
   }
   return "?";
 }
 
 std::vector<Variant> resource_variants(ResourceKind k) {
+  if (k == ResourceKind::external_api) return external_api_variants();
   return k == ResourceKind::checkpoint_table ? checkpoint_table_variants() : resource_variants();
 }
 

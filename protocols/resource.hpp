@@ -60,7 +60,7 @@ inline constexpr const char* kReadType = "read";
 /// The variants the store understands (ResourceOptions::variant).
 std::vector<Variant> resource_variants();
 
-/// A kind's name in scenario files and reports: "store", "checkpoint-table".
+/// A kind's name in scenario files and reports: "store", "checkpoint-table", "external-api".
 std::string_view to_string(ResourceKind k);
 /// The variants a resource of kind `k` understands.
 std::vector<Variant> resource_variants(ResourceKind k);

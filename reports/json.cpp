@@ -102,9 +102,25 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     kinds[k] = run.check.count(k);
   if (run.resource_kind == ResourceKind::checkpoint_table)
     for (const char* k : {kCheckpointRewind, kDuplicateProcessing}) kinds[k] = run.check.count(k);
+  if (run.resource_kind == ResourceKind::external_api)
+    kinds[kDuplicateEffect] = run.check.count(kDuplicateEffect);
   for (const auto& [k, n] : run.check.anomaly_counts)
     if (!kinds.contains(k)) kinds[k] = n;
   j["anomalies"] = kinds;
+  if (run.resource_kind == ResourceKind::external_api) {
+    ordered_json missing = ordered_json::array();
+    for (const CheckResult::MissingEffect& m : run.check.missing) {
+      ordered_json jm;
+      jm["resource"] = m.resource;
+      jm["key"] = m.key;
+      jm["job"] = m.job;
+      jm["acknowledged"] = m.acknowledged.valid() ? write_json(run, m.acknowledged) : ordered_json(nullptr);
+      missing.push_back(jm);
+    }
+    j["missing_effects"] = missing;
+    j["idempotency_keys"] = sc.idempotency_keys;
+    j["idempotency_retention_ns"] = sc.idempotency_retention.count();
+  }
   j["inconclusive"] = run.inconclusive();
   j["story"] = story(run);
   j["orphan_grants"] = orphan_grants(run);

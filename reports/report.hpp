@@ -21,6 +21,10 @@ std::string story(const RunOutput& run);
 std::string anomaly_story(const RunOutput& run, const Violation& v);
 /// The checkpoint table's anomalies (checkpoint-rewind, duplicate-processing) in its own words.
 std::string checkpoint_story(const RunOutput& run, const Violation& v);
+/// The external API's anomaly (duplicate-effect) in its own words: jobs, charges, idempotency keys.
+std::string external_api_story(const RunOutput& run, const Violation& v);
+/// The jobs the external API never performed (CheckResult::missing), one line each, beside the verdict.
+std::vector<std::string> missing_effect_lines(const RunOutput& run);
 /// The checkpoint statements the table refused, one line each (CheckResult::refused), beside the verdict.
 std::vector<std::string> refusal_lines(const RunOutput& run);
 /// "1 lost-update, 2 stale-write-accepted": the anomalies by kind (empty when none).

@@ -398,6 +398,9 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
                    q(sc.resource_variant));
   if (sc.resource_kind != ResourceKind::store)
     s += fmt::format("kind = \"{}\"\n", to_string(sc.resource_kind));
+  if (sc.resource_kind == ResourceKind::external_api)
+    s += fmt::format("idempotency_keys = {}\nidempotency_retention = {}\n", sc.idempotency_keys,
+                     dur(sc.idempotency_retention));
 
   const ProtocolConfig defaults;
   std::string pc;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "locksim/protocols/checkpoint_table.hpp"
+#include "locksim/protocols/external_api.hpp"
 #include "locksim/scenarios/loader.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
@@ -355,6 +356,8 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   out.config = cfg;
   out.resource_mode =
       sc.resource_mode.value_or(protocol->fenced() ? ResourceMode::fenced : ResourceMode::unfenced);
+  if (sc.resource_kind == ResourceKind::external_api)
+    out.resource_mode = ResourceMode::unfenced;  // it cannot check a token, whatever the protocol sends
 
   WorldOptions wo;
   wo.seed = out.seed;
@@ -370,9 +373,12 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   LazyServices declared(sc);
   ServiceInfo service = build_service(*protocol, world, cfg, history);
   const ResourceOptions resource_opts{out.resource_mode, sc.resource_variant};
-  ProcId resource = sc.resource_kind == ResourceKind::checkpoint_table
-                        ? spawn_checkpoint_table(world, sc.resource_name, resource_opts, history)
-                        : spawn_resource(world, sc.resource_name, resource_opts, history);
+  ProcId resource =
+      sc.resource_kind == ResourceKind::checkpoint_table
+          ? spawn_checkpoint_table(world, sc.resource_name, resource_opts, history)
+      : sc.resource_kind == ResourceKind::external_api
+          ? spawn_external_api(world, sc.resource_name, ExternalApiOptions{sc.idempotency_retention}, history)
+          : spawn_resource(world, sc.resource_name, resource_opts, history);
   if (const std::string own = protocol->resource_process(cfg);
       !own.empty() && sc.resource_kind == ResourceKind::store)
     resource = world.find(own);
@@ -384,6 +390,7 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   env.config = &cfg;
   env.resource = resource;
   env.resource_kind = sc.resource_kind;
+  env.idempotency_keys = sc.idempotency_keys;
   env.lock_key = sc.lock_key;
   env.resource_key = sc.resource_key;
   for (const ClientSpec& c : sc.clients) {

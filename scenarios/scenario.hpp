@@ -178,6 +178,10 @@ struct Scenario {
   std::string resource_variant;
   /// What the resource is ([resource] kind): today's store by default.
   ResourceKind resource_kind = ResourceKind::store;
+  /// external-api: whether the clients send an idempotency key (one per logical job) with each request, and
+  /// how long the API remembers a key ([resource] idempotency_keys, idempotency_retention).
+  bool idempotency_keys = false;
+  Duration idempotency_retention{std::chrono::hours(24)};
 
   ProtocolConfig config;                               ///< parameters for every protocol
   std::map<std::string, ProtocolConfig> per_protocol;  ///< complete configs for protocols that override some

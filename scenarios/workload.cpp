@@ -275,6 +275,12 @@ class ClientRun {
   }
 
   void read() {
+    if (env_.resource_kind == ResourceKind::external_api) {
+      const auto last = workload::read_last_job(env_, ctx_, held_->gid);
+      if (last) next_offset_ = *last + 1;
+      read_missed_ = !last;
+      return;
+    }
     if (env_.resource_kind == ResourceKind::checkpoint_table) {
       bool refused = false;
       const auto offset =
@@ -346,6 +352,11 @@ class ClientRun {
   void write(std::uint32_t slot) {
     // The last check of this hold, else now: taken before the note (a pause the note triggers falls after).
     const Time checked = checked_.value_or(w_.now());
+    if (env_.resource_kind == ResourceKind::external_api) {
+      if (workload::request_job(env_, ctx_, held_->gid, next_offset_, checked, checked_.has_value()))
+        ++next_offset_;
+      return;
+    }
     if (env_.resource_kind == ResourceKind::checkpoint_table) {
       const auto done =
           workload::write_checkpoint(env_, ctx_, held_->gid, next_offset_,
@@ -452,7 +463,7 @@ class ClientRun {
   bool read_missed_ = false;        ///< the last read timed out: skip through the next write
   std::optional<ReadResult> read_;  ///< the read the next write of this hold computes from
   std::optional<Time> checked_;     ///< the last check of the current hold
-  std::int64_t next_offset_ = 1;    ///< checkpoint table: the offset this hold checkpoints next
+  std::int64_t next_offset_ = 1;    ///< checkpoint table: the offset this hold checkpoints next; API: job
   ProcId renewer_{};                ///< the renewal thread, once started
   RenewalDefaults renewal_;         ///< its plan
   Rng retry_rng_;                   ///< draws of a retry_delay distribution (a stream of its own)

@@ -28,6 +28,7 @@ struct WorkloadEnv {
   std::shared_ptr<const ProtocolConfig> own_config;
   ProcId resource{};
   ResourceKind resource_kind = ResourceKind::store;
+  bool idempotency_keys = false;  ///< external-api: the clients send a key per logical job
   std::string lock_key;
   std::string resource_key;
   Time give_up_at{0};
@@ -81,6 +82,16 @@ std::optional<std::int64_t> read_checkpoint(const WorkloadEnv& env, Context& ctx
 enum class Checkpointed : std::uint8_t { applied, refused, no_answer };
 Checkpointed write_checkpoint(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, std::int64_t offset,
                               const std::optional<std::uint64_t>& token, Time checked, bool lease_checked);
+
+/// External API (scenarios/workload_external_api.cpp). A `read` step asks the API for the highest job it has
+/// performed on the account: the hold goes on from that job + 1 (nothing: no answer). A `write` step sends
+/// the request for the hold's next job, with its idempotency key when the scenario's clients send keys,
+/// recorded as a WriteRecord whose value is the job; an answer (performed or a replayed first result) moves
+/// the hold to the next job; no answer leaves it there, so the next `write` retries the same job, as a
+/// client that timed out does (it cannot tell whether the effect happened).
+std::optional<std::int64_t> read_last_job(const WorkloadEnv& env, Context& ctx, std::uint64_t grant);
+bool request_job(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, std::int64_t job, Time checked,
+                 bool lease_checked);
 
 }  // namespace workload
 }  // namespace locksim

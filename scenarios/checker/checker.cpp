@@ -202,6 +202,7 @@ CheckResult check(const History& history) {
   check_tokens(history, r);
   checker_detail::check_resource(history, r);
   checker_detail::check_checkpoints(history, r);
+  checker_detail::check_external_api(history, r);
   check_beliefs(history, r);
   std::stable_sort(r.violations.begin(), r.violations.end(), [](const Violation& a, const Violation& b) {
     return std::tie(a.time, a.kind, a.later.seq, a.grant_later.grant, a.earlier.seq) <

@@ -42,10 +42,13 @@ inline constexpr const char* kFreshWriteRejected = "fresh-write-rejected";
 /// checkpointed by two workers.
 inline constexpr const char* kCheckpointRewind = "checkpoint-rewind";
 inline constexpr const char* kDuplicateProcessing = "duplicate-processing";
+/// The external API's own (docs/safety.md): one logical job's effect performed twice.
+inline constexpr const char* kDuplicateEffect = "duplicate-effect";
 
 /// Every anomaly kind, in the order reports list them.
 inline constexpr const char* kAnomalyKinds[] = {kStaleWriteAccepted, kLostUpdate,       kTokenRegression,
-                                                kFreshWriteRejected, kCheckpointRewind, kDuplicateProcessing};
+                                                kFreshWriteRejected, kCheckpointRewind, kDuplicateProcessing,
+                                                kDuplicateEffect};
 
 /// One write as named in a verdict: enough for a person to find it in the story without the history at hand.
 /// `seq` and `arrived` name the copy involved (a duplicate may be another copy than the first).
@@ -88,7 +91,9 @@ struct GrantRef {
 ///  one
 ///    with a lower offset right after it (`key` is the shard, the offsets are the writes' values);
 ///  - duplicate-processing: `earlier` the first applied checkpoint of an offset, `later` another worker's
-///    applied checkpoint of the same offset.
+///    applied checkpoint of the same offset;
+///  - duplicate-effect: `earlier` the external API's first performed request of a job, `later` another
+///    performed request of the same job (another client's, or the same client's again); `key` the account.
 struct Violation {
   std::string kind = kStaleWriteAccepted;
   std::string key;  ///< resource key (token-regression: the lock key)
@@ -97,7 +102,7 @@ struct Violation {
   GrantRef grant_earlier;
   GrantRef grant_later;
   Time time{};         ///< when it happened: the later copy's processing, or the later grant's ordering
-  std::string reason;  ///< fresh-write-rejected: the resource's reason
+  std::string reason;  ///< fresh-write-rejected: the resource's reason; duplicate-effect: "job <n>"
 };
 
 /// Lock-level overlap (reported beside the verdict, not part of it): two different clients' belief intervals
@@ -182,6 +187,17 @@ struct CheckResult {
     bool newest = false;
   };
   std::vector<Refusal> refused;
+  /// External API: logical jobs whose effect the API never performed (beside the verdict: a liveness
+  /// problem, not a safety one), by resource, account and job. The jobs of an account are 1 up to the
+  /// highest job any delivered request named (the workload numbers them so); `acknowledged` is a delivered
+  /// request of the job whose client heard a result (invalid: none, the job was never performed at all).
+  struct MissingEffect {
+    std::string resource;
+    std::string key;  ///< the account
+    std::int64_t job = 0;
+    WriteRef acknowledged;
+  };
+  std::vector<MissingEffect> missing;
   /// The smallest of lease_near_miss and write_near_miss margins (none when neither exists): one number CI
   /// can track. Negative means a line was crossed (an overlap of belief, or a stale write accepted).
   std::optional<Duration> slack;
@@ -245,6 +261,8 @@ void explain_unbacked(const History& h, CheckResult& r);
 void check_resource(const History& h, CheckResult& r);
 /// The checkpoint table's anomalies (checkpoint-rewind, duplicate-processing) and its refusals, from its log.
 void check_checkpoints(const History& h, CheckResult& r);
+/// The external API's anomaly (duplicate-effect) and its missing effects, from its log.
+void check_external_api(const History& h, CheckResult& r);
 /// The newest epoch on lock `lock` at true time t, per grant ordering (0: none yet).
 std::uint64_t newest_epoch_at(const History& h, const CheckResult& r, const std::string& lock, Time t);
 }  // namespace checker_detail

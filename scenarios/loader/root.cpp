@@ -41,8 +41,13 @@ constexpr FieldDoc kResourceFields[] = {
     {"key", "string", "\"data\"", "the key the clients write"},
     {"mode", "\"auto\" | \"unfenced\" | \"fenced\"", "\"auto\"",
      "auto: fenced iff the protocol sends tokens; otherwise forced"},
-    {"kind", "\"store\" | \"checkpoint-table\"", "\"store\"",
-     "what the resource is: a key-value store, or the shard_checkpoint table (docs/safety.md)"},
+    {"kind", "\"store\" | \"checkpoint-table\" | \"external-api\"", "\"store\"",
+     "what the resource is: a key-value store, the shard_checkpoint table, or a payment API that "
+     "cannot check tokens (docs/safety.md)"},
+    {"idempotency_keys", "bool", "false",
+     "external-api: the clients send an idempotency key per logical job (job-<key>-<job>)"},
+    {"idempotency_retention", "duration > 0", "\"24h\"",
+     "external-api: how long the API remembers a key after performing it, on its own clock"},
     {"variant", "string", "\"\"", "a teaching or mutant variant of the resource (`locksim list` lists them)"},
 };
 constexpr FieldDoc kLimitsFields[] = {
@@ -145,9 +150,18 @@ Scenario Loader::load(const toml::table& root_table) {
       if (m == 2) s.resource_mode = ResourceMode::fenced;
     }
     if (r->has("kind"))
-      s.resource_kind = *enumeration<ResourceKind>(
-          *r, "kind", {{"store", ResourceKind::store}, {"checkpoint-table", ResourceKind::checkpoint_table}});
+      s.resource_kind = *enumeration<ResourceKind>(*r, "kind",
+                                                   {{"store", ResourceKind::store},
+                                                    {"checkpoint-table", ResourceKind::checkpoint_table},
+                                                    {"external-api", ResourceKind::external_api}});
     if (auto v = str(*r, "variant", true)) s.resource_variant = *v;
+    for (const char* k : {"idempotency_keys", "idempotency_retention"})
+      if (r->has(k) && s.resource_kind != ResourceKind::external_api)
+        fail_at(*r, k, fmt::format("{} is a field of kind = \"external-api\" only", k));
+    if (auto v = boolean(*r, "idempotency_keys")) s.idempotency_keys = *v;
+    if (auto v = duration(*r, "idempotency_retention", Sign::positive)) s.idempotency_retention = *v;
+    if (s.resource_kind == ResourceKind::external_api && s.resource_mode == ResourceMode::fenced)
+      fail_at(*r, "mode", "an external API cannot check tokens: mode = \"fenced\" needs another kind");
   }
 
   if (auto p = sub_table(root, "protocol")) protocol_config(*p, s.config, false);
