@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "locksim/protocols/cas_row.hpp"
 #include "locksim/protocols/checkpoint_table.hpp"
+#include "locksim/protocols/job_queue.hpp"
 
 #include <algorithm>
 #include <map>
@@ -112,12 +114,25 @@ std::string_view to_string(ResourceKind k) {
       return "store";
     case ResourceKind::checkpoint_table:
       return "checkpoint-table";
+    case ResourceKind::cas_row:
+      return "cas-row";
+    case ResourceKind::job_queue:
+      return "job-queue";
   }
   return "?";
 }
 
 std::vector<Variant> resource_variants(ResourceKind k) {
-  return k == ResourceKind::checkpoint_table ? checkpoint_table_variants() : resource_variants();
+  switch (k) {
+    case ResourceKind::checkpoint_table:
+      return checkpoint_table_variants();
+    case ResourceKind::cas_row:
+      return cas_row_variants();
+    case ResourceKind::job_queue:
+      return job_queue_variants();
+    default:
+      return resource_variants();
+  }
 }
 
 std::vector<Variant> resource_variants() {

@@ -102,6 +102,8 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     kinds[k] = run.check.count(k);
   if (run.resource_kind == ResourceKind::checkpoint_table)
     for (const char* k : {kCheckpointRewind, kDuplicateProcessing}) kinds[k] = run.check.count(k);
+  if (run.resource_kind == ResourceKind::job_queue)
+    kinds[kDuplicateEnqueue] = run.check.count(kDuplicateEnqueue);
   for (const auto& [k, n] : run.check.anomaly_counts)
     if (!kinds.contains(k)) kinds[k] = n;
   j["anomalies"] = kinds;
@@ -117,6 +119,17 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   j["resource_mode"] = run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced";
   if (run.resource_kind != ResourceKind::store)
     j["resource_kind"] = std::string(to_string(run.resource_kind));
+  if (run.resource_kind == ResourceKind::cas_row)  // beside the verdict: what the version check cost
+    j["cas_row"] = {{"statements", run.check.cas.statements},
+                    {"applied", run.check.cas.applied},
+                    {"conflicts", run.check.cas.conflicts},
+                    {"retries", run.check.cas.retries},
+                    {"gave_up", run.check.cas.gave_up}};
+  if (run.resource_kind == ResourceKind::job_queue)
+    j["job_queue"] = {{"enqueues", run.check.queue.enqueues},
+                      {"accepted", run.check.queue.accepted},
+                      {"refused", run.check.queue.refused},
+                      {"refusals", queue_refusal_lines(run)}};
   j["config"] = config_json(run.config);
   j["scenario_file"] = sc.file;
   ordered_json clients = ordered_json::array();

@@ -8,7 +8,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "locksim/protocols/cas_row.hpp"
 #include "locksim/protocols/checkpoint_table.hpp"
+#include "locksim/protocols/job_queue.hpp"
 #include "locksim/scenarios/loader.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
@@ -372,6 +374,10 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   const ResourceOptions resource_opts{out.resource_mode, sc.resource_variant};
   ProcId resource = sc.resource_kind == ResourceKind::checkpoint_table
                         ? spawn_checkpoint_table(world, sc.resource_name, resource_opts, history)
+                    : sc.resource_kind == ResourceKind::cas_row
+                        ? spawn_cas_row(world, sc.resource_name, resource_opts, history)
+                    : sc.resource_kind == ResourceKind::job_queue
+                        ? spawn_job_queue(world, sc.resource_name, resource_opts, history)
                         : spawn_resource(world, sc.resource_name, resource_opts, history);
   if (const std::string own = protocol->resource_process(cfg);
       !own.empty() && sc.resource_kind == ResourceKind::store)
@@ -386,6 +392,9 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   env.resource_kind = sc.resource_kind;
   env.lock_key = sc.lock_key;
   env.resource_key = sc.resource_key;
+  env.cas_max_retries = sc.cas_max_retries;
+  env.job_period = sc.job_period;
+  env.job_name = sc.job_name;
   for (const ClientSpec& c : sc.clients) {
     WorkloadEnv e = env;
     if (!c.protocol.empty()) {  // the client's own settings; the servers keep the shared config

@@ -41,9 +41,16 @@ constexpr FieldDoc kResourceFields[] = {
     {"key", "string", "\"data\"", "the key the clients write"},
     {"mode", "\"auto\" | \"unfenced\" | \"fenced\"", "\"auto\"",
      "auto: fenced iff the protocol sends tokens; otherwise forced"},
-    {"kind", "\"store\" | \"checkpoint-table\"", "\"store\"",
-     "what the resource is: a key-value store, or the shard_checkpoint table (docs/safety.md)"},
+    {"kind", "\"store\" | \"checkpoint-table\" | \"cas-row\" | \"job-queue\"", "\"store\"",
+     "what the resource is: a key-value store, the shard_checkpoint table, a row with a version column, a "
+     "job "
+     "queue (docs/safety.md)"},
     {"variant", "string", "\"\"", "a teaching or mutant variant of the resource (`locksim list` lists them)"},
+    {"max_retries", "integer 0..1,000", "5",
+     "cas-row only: how many times a client re-reads and writes again after a conflict before giving up"},
+    {"period", "duration > 0", "\"5s\"",
+     "job-queue only: a leader enqueues one job per period of its wall clock"},
+    {"job", "string", "\"report\"", "job-queue only: the job's name; a job id is \"<job>-<hh:mm:ss>\""},
 };
 constexpr FieldDoc kLimitsFields[] = {
     {"max_time", "duration > 0", "\"60s\"", "the run stops at this simulated time"},
@@ -145,9 +152,13 @@ Scenario Loader::load(const toml::table& root_table) {
       if (m == 2) s.resource_mode = ResourceMode::fenced;
     }
     if (r->has("kind"))
-      s.resource_kind = *enumeration<ResourceKind>(
-          *r, "kind", {{"store", ResourceKind::store}, {"checkpoint-table", ResourceKind::checkpoint_table}});
+      s.resource_kind = *enumeration<ResourceKind>(*r, "kind",
+                                                   {{"store", ResourceKind::store},
+                                                    {"checkpoint-table", ResourceKind::checkpoint_table},
+                                                    {"cas-row", ResourceKind::cas_row},
+                                                    {"job-queue", ResourceKind::job_queue}});
     if (auto v = str(*r, "variant", true)) s.resource_variant = *v;
+    kind_fields(*r, s);
   }
 
   if (auto p = sub_table(root, "protocol")) protocol_config(*p, s.config, false);
@@ -197,6 +208,25 @@ Scenario Loader::load(const toml::table& root_table) {
   variants(root, s);
   protocol_limits(root, s);
   return s;
+}
+
+void Loader::kind_fields(const Tab& r, Scenario& s) const {
+  // Each field belongs to one kind: given for another, it is a mistake (a field the resource never reads).
+  const std::pair<const char*, ResourceKind> owners[] = {{"max_retries", ResourceKind::cas_row},
+                                                         {"period", ResourceKind::job_queue},
+                                                         {"job", ResourceKind::job_queue}};
+  for (const auto& [field, kind] : owners) {
+    if (r.has(field) && s.resource_kind != kind)
+      fail_at(r, field,
+              fmt::format("'{}' is a field of kind = \"{}\"; this resource is a {}", field, to_string(kind),
+                          to_string(s.resource_kind)));
+  }
+  if (auto v = integer(r, "max_retries", 0, 1000)) s.cas_max_retries = static_cast<std::uint32_t>(*v);
+  if (auto v = duration(r, "period", Sign::positive)) s.job_period = *v;
+  if (auto v = str(r, "job")) {
+    if (!valid_ident(*v)) fail_at(r, "job", fmt::format("'{}' is not a valid job name", *v));
+    s.job_name = *v;
+  }
 }
 
 void Loader::clocks(const Tab& root, Scenario& s) const {
