@@ -173,7 +173,7 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   for (const WriteRecord& w : run.history.writes) {
     ordered_json jw;
     jw["client"] = w.client;
-    jw["grant"] = w.grant;
+    jw["grant"] = w.grant == kNoId ? ordered_json(nullptr) : ordered_json(w.grant);  // null: no lock
     jw["token"] = opt_token(w.token);
     jw["sent_ns"] = w.sent.count();
     jw["arrived_ns"] = opt_time(w.arrived);
