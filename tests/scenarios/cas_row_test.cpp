@@ -13,6 +13,7 @@
 #include "locksim/reports/report.hpp"
 #include "locksim/scenarios/catalog.hpp"
 #include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/replay.hpp"
 #include "locksim/scenarios/runner.hpp"
 
 using namespace locksim;
@@ -252,5 +253,21 @@ TEST(CasRowProperty, TheVersionCheckLosesNoUpdateUnderAThousandRandomPlans) {
     std::ostringstream ss;
     rc::detail::printResultMessage(result, ss);
     FAIL() << ss.str();
+  }
+}
+
+// A replay file keeps the kind and max_retries, and reproduces the run of every cas-row scenario.
+TEST(CasRow, TheCatalogScenariosReplayFromTheirFiles) {
+  for (const char* name : {"cas-row-no-lock", "cas-row-with-lock", "cas-row-blind-update"}) {
+    const Scenario sc = load_scenario(name);
+    for (const auto& [p, e] : sc.expect) {
+      const RunOutput r = run_scenario(sc, p);
+      ReplayInfo info{p, r.trace_hash, r.verdict(), "cas_row_test", ""};
+      const std::string text = scenario_to_toml(sc, &info);
+      EXPECT_NE(text.find("max_retries = "), std::string::npos);
+      const ReplayFile f = load_replay_text(text, std::string(name) + ".replay.toml");
+      EXPECT_EQ(scenario_to_toml(f.scenario, &info), text) << name << " " << p;
+      EXPECT_TRUE(replay(f).hash_matches) << name << " " << p << "\n" << text;
+    }
   }
 }

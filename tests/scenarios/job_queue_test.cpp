@@ -13,6 +13,7 @@
 #include "locksim/reports/report.hpp"
 #include "locksim/scenarios/catalog.hpp"
 #include "locksim/scenarios/loader.hpp"
+#include "locksim/scenarios/replay.hpp"
 #include "locksim/scenarios/runner.hpp"
 
 using namespace locksim;
@@ -239,5 +240,21 @@ TEST(JobQueueProperty, AFencedQueueNeverTakesAJobTwiceUnderAThousandRandomPlans)
     std::ostringstream ss;
     rc::detail::printResultMessage(result, ss);
     FAIL() << ss.str();
+  }
+}
+
+// The catalog's replay test stops at its first failure; this one covers the job queue's scenario on its own:
+// a replay file keeps the kind, period and job name, and reproduces the run.
+TEST(JobQueue, TheCatalogScenarioReplaysFromItsFile) {
+  for (const char* name : {"scheduler-leader-job-queue-gc-pause"}) {
+    const Scenario sc = load_scenario(name);
+    for (const auto& [p, e] : sc.expect) {
+      const RunOutput r = run_scenario(sc, p);
+      ReplayInfo info{p, r.trace_hash, r.verdict(), "job_queue_test", ""};
+      const std::string text = scenario_to_toml(sc, &info);
+      const ReplayFile f = load_replay_text(text, std::string(name) + ".replay.toml");
+      EXPECT_EQ(scenario_to_toml(f.scenario, &info), text) << name << " " << p;
+      EXPECT_TRUE(replay(f).hash_matches) << name << " " << p << "\n" << text;
+    }
   }
 }
