@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "locksim/protocols/cas_row.hpp"
 #include "locksim/protocols/checkpoint_table.hpp"
 #include "locksim/protocols/external_api.hpp"
+#include "locksim/protocols/job_queue.hpp"
 
 #include <algorithm>
 #include <map>
@@ -115,13 +117,27 @@ std::string_view to_string(ResourceKind k) {
       return "checkpoint-table";
     case ResourceKind::external_api:
       return "external-api";
+    case ResourceKind::cas_row:
+      return "cas-row";
+    case ResourceKind::job_queue:
+      return "job-queue";
   }
   return "?";
 }
 
 std::vector<Variant> resource_variants(ResourceKind k) {
-  if (k == ResourceKind::external_api) return external_api_variants();
-  return k == ResourceKind::checkpoint_table ? checkpoint_table_variants() : resource_variants();
+  switch (k) {
+    case ResourceKind::checkpoint_table:
+      return checkpoint_table_variants();
+    case ResourceKind::cas_row:
+      return cas_row_variants();
+    case ResourceKind::job_queue:
+      return job_queue_variants();
+    case ResourceKind::external_api:
+      return external_api_variants();
+    default:
+      return resource_variants();
+  }
 }
 
 std::vector<Variant> resource_variants() {

@@ -27,7 +27,7 @@ struct AnomalyLabels {
 };
 AnomalyLabels anomaly_labels(const Violation& v) {
   auto who = [](std::uint64_t epoch, const std::string& client) {
-    return fmt::format("epoch {} ({})", epoch, client);
+    return epoch == 0 ? client : fmt::format("epoch {} ({})", epoch, client);  // 0: written without a lock
   };
   const std::string a = who(v.earlier.epoch, v.earlier.client), b = who(v.later.epoch, v.later.client);
   auto token = [](const std::optional<std::uint64_t>& t) { return t ? fmt::format("{}", *t) : "none"; };
@@ -48,6 +48,9 @@ AnomalyLabels anomaly_labels(const Violation& v) {
   if (v.kind == kDuplicateEffect)
     return {fmt::format("{} of account {} charged twice: by {} and by {}", v.reason, v.key, a, b),
             "charged: " + a + " ✓", "charged again: " + b + " ✓"};
+  if (v.kind == kDuplicateEnqueue)
+    return {fmt::format("job {} enqueued twice: by {} and by {}", v.key, a, b), "enqueued: " + a + " ✓",
+            "again: " + b + " ✓"};
   if (v.kind == kDuplicateProcessing)
     return {fmt::format("offset of shard {} processed twice: by {} and by {}", v.key, a, b), a + " ✓",
             "again: " + b + " ✓"};

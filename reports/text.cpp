@@ -107,6 +107,7 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
                     o.client_b, o.key, format_seconds(o.duration, 3) + " s", format_seconds(o.start, 3));
   for (const std::string& l : refusal_lines(run)) out += l + "\n";
   for (const std::string& l : missing_effect_lines(run)) out += l + "\n";
+  for (const std::string& l : resource_figure_lines(run)) out += l + "\n";
   if (c.lost.acknowledged > 0)
     out += fmt::format("lost updates: {} of {} acknowledged read-modify-writes ({:.1f}%)\n", c.lost.lost,
                        c.lost.acknowledged, c.lost.percent);

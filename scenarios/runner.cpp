@@ -8,8 +8,10 @@
 #include <stdexcept>
 #include <utility>
 
+#include "locksim/protocols/cas_row.hpp"
 #include "locksim/protocols/checkpoint_table.hpp"
 #include "locksim/protocols/external_api.hpp"
+#include "locksim/protocols/job_queue.hpp"
 #include "locksim/scenarios/loader.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
@@ -373,12 +375,25 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   LazyServices declared(sc);
   ServiceInfo service = build_service(*protocol, world, cfg, history);
   const ResourceOptions resource_opts{out.resource_mode, sc.resource_variant};
-  ProcId resource =
-      sc.resource_kind == ResourceKind::checkpoint_table
-          ? spawn_checkpoint_table(world, sc.resource_name, resource_opts, history)
-      : sc.resource_kind == ResourceKind::external_api
-          ? spawn_external_api(world, sc.resource_name, ExternalApiOptions{sc.idempotency_retention}, history)
-          : spawn_resource(world, sc.resource_name, resource_opts, history);
+  ProcId resource{};
+  switch (sc.resource_kind) {
+    case ResourceKind::checkpoint_table:
+      resource = spawn_checkpoint_table(world, sc.resource_name, resource_opts, history);
+      break;
+    case ResourceKind::external_api:
+      resource =
+          spawn_external_api(world, sc.resource_name, ExternalApiOptions{sc.idempotency_retention}, history);
+      break;
+    case ResourceKind::cas_row:
+      resource = spawn_cas_row(world, sc.resource_name, resource_opts, history);
+      break;
+    case ResourceKind::job_queue:
+      resource = spawn_job_queue(world, sc.resource_name, resource_opts, history);
+      break;
+    case ResourceKind::store:
+      resource = spawn_resource(world, sc.resource_name, resource_opts, history);
+      break;
+  }
   if (const std::string own = protocol->resource_process(cfg);
       !own.empty() && sc.resource_kind == ResourceKind::store)
     resource = world.find(own);
@@ -393,6 +408,9 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   env.idempotency_keys = sc.idempotency_keys;
   env.lock_key = sc.lock_key;
   env.resource_key = sc.resource_key;
+  env.cas_max_retries = sc.cas_max_retries;
+  env.job_period = sc.job_period;
+  env.job_name = sc.job_name;
   for (const ClientSpec& c : sc.clients) {
     WorkloadEnv e = env;
     if (!c.protocol.empty()) {  // the client's own settings; the servers keep the shared config
