@@ -42,9 +42,13 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
   std::string out;
   out += fmt::format("{} — {}\n", paint(col, "1", sc.name), sc.title);
   if (!sc.source.empty()) out += fmt::format("source: {}\n", sc.source);
-  out += fmt::format("protocol: {}   resource: {} {}   seed: {}\n\n", run.protocol,
-                     run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
-                     to_string(run.resource_kind), run.seed);
+  // A cas-row compares versions, not tokens: it has no fenced or unfenced mode to name.
+  const std::string resource =
+      run.resource_kind == ResourceKind::cas_row
+          ? "cas-row (version column)"
+          : fmt::format("{} {}", run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
+                        to_string(run.resource_kind));
+  out += fmt::format("protocol: {}   resource: {}   seed: {}\n\n", run.protocol, resource, run.seed);
 
   out += timeline(run, style);
   out += "\n";
