@@ -147,10 +147,12 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
 
   std::vector<std::string> reality_args;
   auto* reality = app.add_subcommand(
-      "reality", "The scenario against real servers on this machine, beside the simulation (redis-server)");
+      "reality",
+      "The scenario against real servers on this machine, beside the simulation (redis-server, etcd)");
   reality->footer(
       "usage: locksim reality SCENARIO -p PROTOCOL | --all [SCENARIO...]   (reality --help for options)");
   reality->prefix_command();
+  reality->set_help_flag();  // `reality --help` goes to reality's own parser, which lists its options
 
   // Chaos exploration (scenarios/explore.hpp holds the implementations).
   ExploreArgs xa;
