@@ -74,7 +74,7 @@ inline constexpr std::uint64_t kNoId = std::numeric_limits<std::uint64_t>::max()
 struct ReadRecord {
   std::uint64_t id = 0;  ///< index in History::reads
   std::string client;
-  std::uint64_t grant = 0;  ///< GrantRecord::id of the grant the client read under
+  std::uint64_t grant = 0;  ///< GrantRecord::id of the grant the client read under (kNoId: no lock)
   std::string key;
   std::optional<std::uint64_t> token;
   Time sent{};
@@ -88,7 +88,9 @@ struct ReadRecord {
 struct WriteRecord {
   std::uint64_t id = 0;
   std::string client;
-  std::uint64_t grant = 0;  ///< GrantRecord::id of the grant the client wrote under
+  /// GrantRecord::id of the grant the client wrote under; kNoId: written without a lock (a client whose
+  /// program never acquires, which only a cas-row's clients may be).
+  std::uint64_t grant = 0;
   std::string key;
   std::string value;
   std::optional<std::uint64_t> token;  ///< token carried by the write (none for unfenced protocols)
@@ -106,6 +108,9 @@ struct WriteRecord {
   bool accepted = false;    ///< some copy changed the key's value
   std::string reject_reason;
   std::uint32_t copies = 0;  ///< delivered copies (network duplicates make more than one)
+
+  /// cas-row: the write whose conflict this statement retries, after a re-read (kNoId: a first attempt).
+  std::uint64_t retry_of = kNoId;
 };
 
 /// The kinds of protected resource (docs/safety.md judges each in its own terms).
@@ -113,6 +118,9 @@ enum class ResourceKind : std::uint8_t {
   store,             ///< a key-value store, fenced or not (protocols/resource.hpp)
   checkpoint_table,  ///< the notes' shard_checkpoint table (protocols/checkpoint_table.hpp)
   object_store,      ///< objects with generations and If-Match writes (protocols/object_store.hpp)
+  external_api,      ///< a payment or email API that cannot check tokens (protocols/external_api.hpp)
+  cas_row,           ///< a row with a version column, written by compare-and-set (protocols/cas_row.hpp)
+  job_queue,         ///< a queue a scheduler leader enqueues jobs into (protocols/job_queue.hpp)
 };
 
 /// One entry of the resource's own append-only log: a delivered copy of a request, or a checked write
@@ -138,8 +146,18 @@ struct ResourceEntry {
   /// checkpoint-table: the statement's :offset (write) or the row's last_processed_offset (read), and its
   /// :worker (the row's updated_by for a read). object-store: `offset` is the object's generation after the
   /// request (0: it does not exist).
+  /// :worker (the row's updated_by for a read). external-api: `worker` is the client that sent the request.
   std::int64_t offset = 0;
   std::string worker;
+  /// external-api: the logical job a request names (write: `applied` = its effect was performed, otherwise
+  /// deduplicated), or the highest job performed that a read returned; the request's idempotency key ("":
+  /// none).
+  std::int64_t job = 0;
+  std::string idempotency_key;
+  /// cas-row: the statement's :read_version (write: the version it was computed from) or the version the row
+  /// returned (read). job-queue: `value` is the job id, `offset` its period, `worker` the client that
+  /// enqueued it.
+  std::uint64_t version = 0;
 };
 
 struct History {

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "locksim/protocols/cas_row.hpp"
 #include "locksim/protocols/checkpoint_table.hpp"
 #include "locksim/protocols/object_store.hpp"
+#include "locksim/protocols/external_api.hpp"
+#include "locksim/protocols/job_queue.hpp"
 
 #include <algorithm>
 #include <map>
@@ -115,6 +118,12 @@ std::string_view to_string(ResourceKind k) {
       return "checkpoint-table";
     case ResourceKind::object_store:
       return "object-store";
+    case ResourceKind::external_api:
+      return "external-api";
+    case ResourceKind::cas_row:
+      return "cas-row";
+    case ResourceKind::job_queue:
+      return "job-queue";
   }
   return "?";
 }
@@ -125,10 +134,15 @@ std::vector<Variant> resource_variants(ResourceKind k) {
       return checkpoint_table_variants();
     case ResourceKind::object_store:
       return object_store_variants();
-    case ResourceKind::store:
-      break;
+    case ResourceKind::cas_row:
+      return cas_row_variants();
+    case ResourceKind::job_queue:
+      return job_queue_variants();
+    case ResourceKind::external_api:
+      return external_api_variants();
+    default:
+      return resource_variants();
   }
-  return resource_variants();
 }
 
 std::vector<Variant> resource_variants() {

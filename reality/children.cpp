@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,6 +46,8 @@ void install_signal_handlers() {
 
 void become_child() {
   ::setpgid(0, 0);
+  // A parent that dies without unwinding (a crash, SIGKILL) takes its servers and clients with it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   signal(SIGPIPE, SIG_DFL);

@@ -11,11 +11,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 
 #include "locksim/protocols/redis/redis.hpp"
 #include "locksim/scenarios/workload.hpp"
 #include "reality/children.hpp"
+#include "reality/etcd_client.hpp"
 
 namespace locksim::reality {
 
@@ -72,7 +74,11 @@ class Client {
  public:
   explicit Client(const ClientPlan& p)
       : p_(p), rng_(static_cast<std::uint64_t>(real_ns()) ^ (static_cast<std::uint64_t>(::getpid()) << 32)) {
-    nodes_.resize(p.ports.size(), nullptr);
+    if (etcd()) {
+      etcd_ = std::make_unique<EtcdCalls>(p.ports, kEtcdTimeoutMs);
+    } else {
+      nodes_.resize(p.ports.size(), nullptr);
+    }
   }
   ~Client() {
     for (redisContext* c : nodes_)
@@ -96,6 +102,7 @@ class Client {
   }
 
   bool holding() const { return held_.has_value() && !lost_; }
+  bool etcd() const { return p_.protocol == "lease" || p_.protocol == "lease+fence"; }
 
   void block(const std::vector<ClientStep>& steps) {
     for (const ClientStep& s : steps)
@@ -122,7 +129,8 @@ class Client {
         break;
       case K::check:
         checked_ = now();
-        if (now() >= held_->valid_until) {
+        if (etcd_) lease_believes_valid();
+        if (lease_.lost || now() >= held_->valid_until) {
           note("expired", "lease no longer valid before write; not writing");
           lose("expired");
         } else {
@@ -159,7 +167,9 @@ class Client {
       }
       const std::int64_t requested = now();
       note("acquire", fmt::format("key={}", p_.lock_key));
-      std::optional<Grant> g = p_.protocol == "redlock" ? redlock_acquire() : redis_acquire();
+      std::optional<Grant> g = etcd()                     ? lease_acquire()
+                               : p_.protocol == "redlock" ? redlock_acquire()
+                                                          : redis_acquire();
       if (!g) {
         note("acquire-failed");
         sleep_ns(p_.spec.retry_delay.count());
@@ -351,8 +361,58 @@ class Client {
       return;
     }
     say(fmt::format("end {} {} released", g.id, now()));
-    unlock_all(g.value);
+    if (etcd_)
+      etcd_->revoke(g.value);  // revoking the lease deletes the key it holds, and only if it still does
+    else
+      unlock_all(g.value);
     note("released");
+  }
+
+  /// protocols/raft/lease.cpp's LeaseClient::acquire, one attempt: a lease of the TTL (whole seconds, etcd's
+  /// unit), valid from when the grant was sent; the lock key created under it if absent (a txn comparing its
+  /// create revision with 0), whose create revision is the token. The simulated client queues for the key
+  /// and keeps its lease alive while it waits; this one gives its lease back and the caller retries after
+  /// the scenario's retry delay (etcd's gateway has no blocking lock call).
+  std::optional<Grant> lease_acquire() {
+    const std::int64_t ttl_s = (p_.config.ttl.count() + 999'999'999) / 1'000'000'000;
+    const std::int64_t sent = now();
+    const std::optional<EtcdLease> lease = etcd_->grant(ttl_s);
+    if (!lease) return std::nullopt;
+    note("acquire-sent", fmt::format("{} lease={}", p_.lock_key, lease->id));
+    const std::optional<std::uint64_t> rev = etcd_->create(p_.lock_key, lease->id, lease->id);
+    if (!rev || *rev == 0) {
+      etcd_->revoke(lease->id);  // best effort; the TTL cleans up otherwise
+      return std::nullopt;
+    }
+    // The parent acks this note once etcd's own watch event for the creation reached it: the service record
+    // precedes the moment the client counts itself granted.
+    note("acquire-committed", fmt::format("lease={} revision={}", lease->id, *rev));
+    const std::int64_t ttl = lease->ttl_s * 1'000'000'000;
+    if (now() >= sent + ttl) {  // the lease ran out on this client's clock before the answer came
+      etcd_->revoke(lease->id);
+      return std::nullopt;
+    }
+    lease_ = LeaseState{ttl, sent + keepalive_interval(ttl), false};
+    return Grant{0, lease->id, *rev, sent + ttl};
+  }
+
+  std::int64_t keepalive_interval(std::int64_t ttl) const {
+    return p_.config.keepalive_interval.count() > 0 ? p_.config.keepalive_interval.count() : ttl / 3;
+  }
+
+  /// LeaseClient::believes_valid: a due keep-alive first (validity from its send), then the local clock.
+  void lease_believes_valid() {
+    if (lease_.lost || now() >= held_->valid_until || now() < lease_.keepalive_due) return;
+    const std::int64_t sent = now();
+    const std::optional<bool> alive = etcd_->keepalive(held_->value);
+    if (!alive) {
+      lease_.keepalive_due = now();  // unreachable: try again at the next chance
+    } else if (*alive) {
+      held_->valid_until = std::max(held_->valid_until, sent + lease_.ttl);
+      lease_.keepalive_due = sent + keepalive_interval(lease_.ttl);
+    } else {
+      lease_.lost = true;
+    }
   }
 
   int store() {
@@ -402,10 +462,18 @@ class Client {
   }
 
   static constexpr std::int64_t kGiveUpNever = INT64_MAX;
+  static constexpr long kEtcdTimeoutMs = 1000;  ///< per member and call; etcd's default election timeout
+
+  struct LeaseState {
+    std::int64_t ttl = 0, keepalive_due = 0;
+    bool lost = false;  ///< etcd said the lease is gone
+  };
 
   const ClientPlan& p_;
   Random rng_;
   std::vector<redisContext*> nodes_;
+  std::unique_ptr<EtcdCalls> etcd_;
+  LeaseState lease_;
   int store_ = -1;
   std::optional<Grant> held_;
   bool lost_ = false;

@@ -8,7 +8,10 @@
 /// the simulator's Context; sharing them needs a command interface both transports implement, not done
 /// yet): the single-node client believes it holds the lock for ttl from sending its SET NX PX, whenever the
 /// OK comes; Redlock sends to every node at once, needs a majority, validity = ttl - elapsed (wall clock)
-/// - drift, unlock-all on failure, retries with jitter; release is the compare-and-delete script.
+/// - drift, unlock-all on failure, retries with jitter; release is the compare-and-delete script. The etcd
+/// client (lease, lease+fence) is protocols/raft/lease.cpp's LeaseClient over etcd's v3 JSON gateway
+/// (etcd_client.hpp): a lease of the TTL valid from sending the grant, the lock key created in a txn if
+/// absent, its create revision the token, a keep-alive when one is due at a lease check, release = revoke.
 ///
 /// Lines to the parent (times are ns since the run's start on CLOCK_MONOTONIC):
 ///   note T LABEL DETAIL            (then reads one ack byte)
@@ -26,12 +29,12 @@
 namespace locksim::reality {
 
 struct ClientPlan {
-  std::string protocol;  ///< redis, redis+incr or redlock
+  std::string protocol;  ///< redis, redis+incr, redlock, lease or lease+fence
   ProtocolConfig config;
   ClientSpec spec;
   std::string lock_key, resource_key;
   bool send_tokens = false;          ///< the protocol's writes carry its token
-  std::vector<std::uint16_t> ports;  ///< redis1..N
+  std::vector<std::uint16_t> ports;  ///< redis1..N, or the etcd members' client ports
   std::vector<std::uint8_t> cut;     ///< per node: a partition cuts this client off from it all run
   std::uint16_t store_port = 0;
   std::int64_t t0 = 0;  ///< CLOCK_MONOTONIC at the run's start

@@ -72,7 +72,7 @@ std::string side_by_side(const RunOutput& real, const RunOutput& sim, double sca
                        e.key, e.value, e.token ? std::to_string(*e.token) : "none", seconds(e.time),
                        e.reason.empty() ? "" : " (" + e.reason + ")");
   for (const ServiceSet& s : real.history.service_sets)
-    out += fmt::format("  {} SET {} at {}\n", s.node, s.key, seconds(s.time));
+    out += fmt::format("  {} recorded {} = {} at {}\n", s.node, s.key, s.value, seconds(s.time));
   for (const TraceEvent& ev : real.trace)
     if (ev.kind == TraceKind::pause || ev.kind == TraceKind::resume || ev.kind == TraceKind::crash ||
         ev.kind == TraceKind::restart)
@@ -188,7 +188,7 @@ int run_all(const RealityArgs& a) {
 
 void add_reality_options(CLI::App& cmd, RealityArgs& a) {
   cmd.add_option("SCENARIO", a.scenarios, "catalog name or .toml file (with --all: the scenarios to run)");
-  cmd.add_option("-p,--protocol", a.protocols, "protocol(s): redis, redis+incr, redlock");
+  cmd.add_option("-p,--protocol", a.protocols, "protocol(s): redis, redis+incr, redlock, lease, lease+fence");
   cmd.add_flag("--all", a.all, "every reproducible catalog scenario × protocol: a matrix real vs simulated");
   cmd.add_option("--time-scale", a.time_scale,
                  "multiply every duration of the scenario (0.2: a 10 s TTL is 2 s)")

@@ -8,6 +8,7 @@
 #include "locksim/scenarios/runner.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
+#include "reality/etcd_server.hpp"
 
 namespace locksim::reality {
 
@@ -64,10 +65,18 @@ bool step_supported(const ClientStep& s) {
 }  // namespace
 
 std::vector<std::string> real_protocols() {
-  return {"redis", "redis+incr", "redlock"};
+  return {"redis", "redis+incr", "redlock", "lease", "lease+fence"};
+}
+
+bool is_etcd(const std::string& protocol) {
+  return protocol == "lease" || protocol == "lease+fence";
 }
 
 std::uint32_t node_count(const Scenario& sc, const std::string& protocol) {
+  if (is_etcd(protocol)) {
+    const std::uint32_t n = sc.config_for(protocol).nodes;
+    return n ? n : 3;
+  }
   if (protocol != "redlock") return 1;
   const std::uint32_t n = sc.config_for(protocol).nodes;
   return n ? n : 5;
@@ -75,7 +84,8 @@ std::uint32_t node_count(const Scenario& sc, const std::string& protocol) {
 
 std::vector<std::string> real_process_names(const Scenario& sc, const std::string& protocol) {
   std::vector<std::string> out;
-  for (std::uint32_t i = 1; i <= node_count(sc, protocol); ++i) out.push_back(fmt::format("redis{}", i));
+  for (std::uint32_t i = 1; i <= node_count(sc, protocol); ++i)
+    out.push_back(fmt::format("{}{}", is_etcd(protocol) ? "raft" : "redis", i));
   out.push_back(sc.resource_name);
   for (const ClientSpec& c : sc.clients) out.push_back(c.name);
   return out;
@@ -108,7 +118,15 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
   for (const FaultSpec& f : sc.faults)
     if (f.fault.kind == Fault::Kind::clock_jump || f.fault.kind == Fault::Kind::clock_drift)
       return std::string("not reproducible in reality: it jumps or drifts a node's clock");
-  if (cfg.replica) return std::string("a replica with sentinel failover is not run for real yet");
+  if (is_etcd(protocol)) {
+    if (const std::string why = etcd_missing(); !why.empty()) return why;
+    if (cfg.ttl.count() % 1'000'000'000 != 0)
+      return fmt::format("etcd leases have whole-second TTLs; the TTL is {} ms (try another --time-scale)",
+                         cfg.ttl.count() / 1'000'000);
+    if (node_count(sc, protocol) != 3) return std::string("etcd is run for real with 3 members only");
+  } else if (cfg.replica) {
+    return std::string("a replica with sentinel failover is not run for real yet");
+  }
   if (!cfg.variant.empty()) return fmt::format("the variant '{}' is not run for real", cfg.variant);
   if (!cfg.node_settings.empty())
     return std::string("per-node persistence ([[node]]) is not run for real yet");
@@ -147,12 +165,20 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
       case Fault::Kind::pause:
       case Fault::Kind::crash:
       case Fault::Kind::restart:
-        if (parse_fault_role(f.target))
+        // etcd's leader is found for real (/v3/maintenance/status of each member) when the fault fires.
+        if (const auto role = parse_fault_role(f.target);
+            role && !(is_etcd(protocol) && *role == FaultRole::leader && x.kind == Fault::Kind::crash))
           return fmt::format("line {}: a role as target is not run for real", f.line);
         if (x.kind != Fault::Kind::pause && is_client(sc, f.target) &&
             (x.kind == Fault::Kind::restart || x.duration > 0ns))
           return fmt::format("line {}: a client restarted after a crash is not run for real", f.line);
-        if (x.kind == Fault::Kind::crash && x.power_loss && cfg.aof && cfg.fsync != FsyncPolicy::always)
+        if (x.kind == Fault::Kind::crash && x.power_loss && is_etcd(protocol)) {
+          // etcd fsyncs its log before it acknowledges (as the simulated members do by default): SIGKILL
+          // loses what a power loss loses. A member without fsync is not.
+          if (auto it = cfg.extra.find("raft_fsync"); it != cfg.extra.end() && it->second != "always")
+            return fmt::format("line {}: not reproducible in reality: etcd always fsyncs its log", f.line);
+        } else if (x.kind == Fault::Kind::crash && x.power_loss && cfg.aof &&
+                   cfg.fsync != FsyncPolicy::always)
           return fmt::format(
               "line {}: not reproducible in reality: a power loss with appendfsync {} drops what the OS had "
               "buffered, and SIGKILL keeps it",
@@ -169,7 +195,7 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
                              f.line);
         for (const auto* side : {&f.side_a, &f.side_b})
           for (const std::string& n : *side)
-            if (!is_client(sc, n) && n.rfind("redis", 0) != 0)
+            if (!is_client(sc, n) && (is_etcd(protocol) || n.rfind("redis", 0) != 0))
               return fmt::format("line {}: only partitions between clients and Redis nodes are run for real",
                                  f.line);
         break;

@@ -17,6 +17,7 @@
 #include "locksim/scenarios/services.hpp"
 #include "reality/children.hpp"
 #include "reality/client.hpp"
+#include "reality/etcd_server.hpp"
 #include "reality/plan.hpp"
 #include "reality/redis_server.hpp"
 #include "reality/store_server.hpp"
@@ -44,6 +45,7 @@ struct Armed {
   std::size_t index = 0;  // in Scenario::faults
   std::uint32_t seen = 0;
   bool fired = false;
+  std::string target;  ///< the process it hit: the spec's target, or the member that led when it fired
 };
 
 enum class ActionKind : std::uint8_t { fire, resume, restart };
@@ -71,6 +73,7 @@ class RealRun {
     }
     listeners_.clear();
     servers_.clear();  // kills what still runs
+    etcd_.reset();
   }
 
   RunOutput run() {
@@ -94,7 +97,20 @@ class RealRun {
 
     // The servers, each answering PING and watched by its record listener before anything else happens.
     const std::uint32_t n = node_count(sc_, protocol_);
-    for (std::uint32_t i = 1; i <= n; ++i) {
+    if (is_etcd(protocol_)) {
+      // etcd: the members the simulated world names (raft1..raftN), with leaders and the watcher running.
+      std::vector<std::string> members;
+      for (const ServiceProcess& p : h.service.processes) members.push_back(p.name);
+      etcd_ = std::make_unique<EtcdCluster>(members, dir_.path(), sc_.lock_key);
+      etcd_->start();
+      if (cfg.first_token > 1) etcd_->advance_revision(cfg.first_token - 1);
+      for (const std::string& m : members) {
+        h.service_nodes.push_back(m);
+        names_.push_back(m);
+        out_.servers.push_back(m);
+      }
+    }
+    for (std::uint32_t i = 1; i <= n && !etcd_; ++i) {
       const std::string name = fmt::format("redis{}", i);
       servers_.push_back(
           std::make_unique<RedisServer>(RedisOptions{name, cfg.aof, cfg.fsync}, dir_.path() + "/" + name));
@@ -105,7 +121,7 @@ class RealRun {
       names_.push_back(name);
       out_.servers.push_back(name);
     }
-    if (fenced_ && cfg.first_token > 1)
+    if (fenced_ && cfg.first_token > 1 && !etcd_)
       servers_[0]->command({"SET", sc_.lock_key + ":token", std::to_string(cfg.first_token - 1)});
     names_.push_back(sc_.resource_name);
     out_.resource = sc_.resource_name;
@@ -149,6 +165,7 @@ class RealRun {
     plan.resource_key = sc_.resource_key;
     plan.send_tokens = fenced_;
     for (auto& s : servers_) plan.ports.push_back(s->port());
+    if (etcd_) plan.ports = etcd_->client_ports();
     plan.cut.assign(n, 0);
     for (const FaultSpec& f : sc_.faults) {
       if (f.fault.kind != Fault::Kind::partition || !fault_applies(sc_, protocol_, f)) continue;
@@ -216,7 +233,12 @@ class RealRun {
     const FaultSpec& fs = *armed.spec;
     const Fault& f = fs.fault;
     ++firings_[armed.index];
-    trace(TraceKind::fault, fs.target, std::string(to_string(f.kind)), fmt::format("target={}", fs.target));
+    armed.target = fs.target;
+    if (etcd_ && parse_fault_role(fs.target) == FaultRole::leader) armed.target = etcd_->leader();
+    trace(TraceKind::fault, armed.target, std::string(to_string(f.kind)),
+          armed.target == fs.target ? fmt::format("target={}", fs.target)
+                                    : fmt::format("target={} ({}={})", armed.target, fs.target,
+                                                  armed.target.empty() ? "none" : armed.target));
     if (Child* c = child(fs.target)) {
       if (c->done) return;
       if (f.kind == Fault::Kind::pause) {
@@ -233,6 +255,18 @@ class RealRun {
             g.belief_end = Time{now()};
             g.end_reason = "crashed";
           }
+      }
+      return;
+    }
+    if (etcd_ && etcd_->has(armed.target)) {
+      const std::string& m = armed.target;
+      if (f.kind == Fault::Kind::crash && etcd_->running(m)) {
+        etcd_->kill(m);
+        trace(TraceKind::crash, m, "crash", "SIGKILL");
+        if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});
+      } else if (f.kind == Fault::Kind::restart && !etcd_->running(m)) {
+        etcd_->restart(m);
+        trace(TraceKind::restart, m, "restart", "etcd again on its folder");
       }
       return;
     }
@@ -266,6 +300,11 @@ class RealRun {
       in >> std::ws;
       std::getline(in, detail);
       trace(TraceKind::note, c.name, label, detail, t);
+      if (etcd_ && label == "acquire-committed") {
+        // The client counts itself granted after this ack: wait until etcd's own event reached the watcher.
+        const auto at = detail.find("revision=");
+        if (at != std::string::npos) etcd_->wait_record(std::stoull(detail.substr(at + 9)), 2'000'000'000);
+      }
       for (std::size_t a = 0; a < armed_.size(); ++a) {
         const Fault& f = armed_[a].spec->fault;
         if (armed_[a].fired || f.when.kind != Trigger::Kind::note || f.when.label != label) continue;
@@ -372,6 +411,10 @@ class RealRun {
           }
         } else if (RedisServer* s = server(fs.target)) {
           restart(*s);
+        } else if (const std::string& m = armed_[act.armed].target;
+                   etcd_ && etcd_->has(m) && !etcd_->running(m)) {
+          etcd_->restart(m);
+          trace(TraceKind::restart, m, "restart", "etcd again on its folder");
         }
       }
       std::vector<pollfd> fds;
@@ -438,6 +481,12 @@ class RealRun {
                           .value = e.value,
                           .reason = e.reason});
     }
+    if (etcd_)
+      for (const LeaseRecord& l : etcd_->records()) {
+        h.service_sets.push_back({Time{l.mono_ns - t0_}, l.node, l.key, l.lease});
+        trace(TraceKind::note, l.node, "created",
+              fmt::format("key={} lease={} revision={}", l.key, l.lease, l.revision), l.mono_ns - t0_);
+      }
     std::vector<SetRecord> sets;
     for (auto& l : listeners_)
       for (SetRecord& s : l->records()) sets.push_back(std::move(s));
@@ -456,7 +505,7 @@ class RealRun {
     out_.process_names = names_;
     for (const Armed& a : armed_) {
       Fault f = a.spec->fault;
-      f.target = id_of(a.spec->target);
+      f.target = id_of(a.target.empty() ? a.spec->target : a.target);
       out_.faults.push_back(f);
       out_.fault_specs.push_back(a.index);
       out_.fault_firings.push_back(firings_[a.index]);
@@ -472,6 +521,7 @@ class RealRun {
   std::int64_t t0_ = 0, real0_ = 0;
   std::vector<std::unique_ptr<RedisServer>> servers_;
   std::vector<std::unique_ptr<RecordListener>> listeners_;
+  std::unique_ptr<EtcdCluster> etcd_;
   std::unique_ptr<StoreServer> store_;
   std::vector<Child> children_;
   std::vector<std::string> names_;

@@ -27,7 +27,7 @@ struct AnomalyLabels {
 };
 AnomalyLabels anomaly_labels(const Violation& v) {
   auto who = [](std::uint64_t epoch, const std::string& client) {
-    return fmt::format("epoch {} ({})", epoch, client);
+    return epoch == 0 ? client : fmt::format("epoch {} ({})", epoch, client);  // 0: written without a lock
   };
   const std::string a = who(v.earlier.epoch, v.earlier.client), b = who(v.later.epoch, v.later.client);
   auto token = [](const std::optional<std::uint64_t>& t) { return t ? fmt::format("{}", *t) : "none"; };
@@ -48,6 +48,12 @@ AnomalyLabels anomaly_labels(const Violation& v) {
   if (v.kind == kStaleManifest)
     return {fmt::format("manifest {} overwritten: {} left out batches {} had committed", v.key, b, a),
             "committed: " + a + " ✓", "overwrote: " + b + " ✓"};
+  if (v.kind == kDuplicateEffect)
+    return {fmt::format("{} of account {} charged twice: by {} and by {}", v.reason, v.key, a, b),
+            "charged: " + a + " ✓", "charged again: " + b + " ✓"};
+  if (v.kind == kDuplicateEnqueue)
+    return {fmt::format("job {} enqueued twice: by {} and by {}", v.key, a, b), "enqueued: " + a + " ✓",
+            "again: " + b + " ✓"};
   if (v.kind == kDuplicateProcessing)
     return {fmt::format("offset of shard {} processed twice: by {} and by {}", v.key, a, b), a + " ✓",
             "again: " + b + " ✓"};
@@ -123,8 +129,9 @@ class ModelBuilder {
     for (const auto& c : run.clients) add_lane(c, "client");
     for (const auto& s : run.servers) add_lane(s, "server");
     add_lane(run.resource, "store");
-    if (auto it = lane_of_.find(run.resource); it != lane_of_.end())
-      lanes_[it->second]["what"] = fmt::format("resource ({})", to_string(run.resource_kind));
+    // A resource of another kind says what it is on its lane (report.js shows the label).
+    if (run.resource_kind != ResourceKind::store && lane_of_.count(run.resource))
+      lanes_[lane_of_[run.resource]]["label"] = fmt::format("resource ({})", to_string(run.resource_kind));
     for (const auto& p : run.process_names) add_lane(p, "other");
     by_lane_.resize(lanes_.size());
     for (std::size_t i = 0; i < run.trace.size(); ++i) {
@@ -359,10 +366,11 @@ json build_model(const RunOutput& run, const Scenario& sc) {
     jw["accepted"] = w.accepted;
     jw["arrived"] = w.arrived != kTimeMax;
     jw["e0"] = mb.fact(l, w.sent, "write", "write sent", what);
+    const bool api = run.resource_kind == ResourceKind::external_api;
     jw["e1"] = mb.fact(store, std::min(w.arrived, end), "write",
                        w.arrived == kTimeMax ? "never arrived"
-                       : w.accepted          ? "ACCEPTED"
-                                             : "rejected",
+                       : w.accepted          ? (api ? "PERFORMED" : "ACCEPTED")
+                                             : (api ? "deduplicated" : "rejected"),
                        w.accepted ? what : what + (w.reject_reason.empty() ? "" : " · " + w.reject_reason));
     writes.push_back(jw);
   }
@@ -429,12 +437,18 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
                          it->second.seeds                        ? "judged over seeds by locksim check"
                          : unmet_in_run(it->second, run).empty() ? "as expected"
                                                                  : "NOT as expected");
+  const std::string resource =
+      run.resource_kind == ResourceKind::external_api
+          ? (sc.idempotency_keys ? fmt::format("external API (idempotency keys kept {} s)",
+                                               format_seconds(sc.idempotency_retention, 3))
+                                 : std::string("external API (no idempotency keys)"))
+          : fmt::format("{} {}", run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
+                        to_string(run.resource_kind));
   o += fmt::format(
-      "<span class=\"meta\">protocol <b>{}</b> · {} {} · seed {} · {} events · simulated {} s · trace "
+      "<span class=\"meta\">protocol <b>{}</b> · {} · seed {} · {} events · simulated {} s · trace "
       "{:016x}{}"
       "</span>",
-      esc(run.protocol), run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
-      to_string(run.resource_kind), run.seed, run.events, format_seconds(run.run.end, 3), run.trace_hash,
+      esc(run.protocol), esc(resource), run.seed, run.events, format_seconds(run.run.end, 3), run.trace_hash,
       esc(expect));
   o += "</header>\n";
   o += "<div class=\"controls\"><button id=\"zoom-out\" title=\"zoom out\">−</button>"

@@ -103,9 +103,27 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   if (run.resource_kind == ResourceKind::checkpoint_table)
     for (const char* k : {kCheckpointRewind, kDuplicateProcessing}) kinds[k] = run.check.count(k);
   if (run.resource_kind == ResourceKind::object_store) kinds[kStaleManifest] = run.check.count(kStaleManifest);
+  if (run.resource_kind == ResourceKind::external_api)
+    kinds[kDuplicateEffect] = run.check.count(kDuplicateEffect);
+  if (run.resource_kind == ResourceKind::job_queue)
+    kinds[kDuplicateEnqueue] = run.check.count(kDuplicateEnqueue);
   for (const auto& [k, n] : run.check.anomaly_counts)
     if (!kinds.contains(k)) kinds[k] = n;
   j["anomalies"] = kinds;
+  if (run.resource_kind == ResourceKind::external_api) {
+    ordered_json missing = ordered_json::array();
+    for (const CheckResult::MissingEffect& m : run.check.missing) {
+      ordered_json jm;
+      jm["resource"] = m.resource;
+      jm["key"] = m.key;
+      jm["job"] = m.job;
+      jm["acknowledged"] = m.acknowledged.valid() ? write_json(run, m.acknowledged) : ordered_json(nullptr);
+      missing.push_back(jm);
+    }
+    j["missing_effects"] = missing;
+    j["idempotency_keys"] = sc.idempotency_keys;
+    j["idempotency_retention_ns"] = sc.idempotency_retention.count();
+  }
   j["inconclusive"] = run.inconclusive();
   j["story"] = story(run);
   j["orphan_grants"] = orphan_grants(run);
@@ -118,6 +136,17 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   j["resource_mode"] = run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced";
   if (run.resource_kind != ResourceKind::store)
     j["resource_kind"] = std::string(to_string(run.resource_kind));
+  if (run.resource_kind == ResourceKind::cas_row)  // beside the verdict: what the version check cost
+    j["cas_row"] = {{"statements", run.check.cas.statements},
+                    {"applied", run.check.cas.applied},
+                    {"conflicts", run.check.cas.conflicts},
+                    {"retries", run.check.cas.retries},
+                    {"gave_up", run.check.cas.gave_up}};
+  if (run.resource_kind == ResourceKind::job_queue)
+    j["job_queue"] = {{"enqueues", run.check.queue.enqueues},
+                      {"accepted", run.check.queue.accepted},
+                      {"refused", run.check.queue.refused},
+                      {"refusals", queue_refusal_lines(run)}};
   j["config"] = config_json(run.config);
   j["scenario_file"] = sc.file;
   ordered_json clients = ordered_json::array();
@@ -161,7 +190,7 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   for (const WriteRecord& w : run.history.writes) {
     ordered_json jw;
     jw["client"] = w.client;
-    jw["grant"] = w.grant;
+    jw["grant"] = w.grant == kNoId ? ordered_json(nullptr) : ordered_json(w.grant);  // null: no lock
     jw["token"] = opt_token(w.token);
     jw["sent_ns"] = w.sent.count();
     jw["arrived_ns"] = opt_time(w.arrived);

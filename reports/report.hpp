@@ -28,6 +28,19 @@ std::vector<std::string> refusal_lines(const RunOutput& run);
 std::string object_store_story(const RunOutput& run, const Violation& v);
 /// The object store's refused manifest writes (If-Match failed), one line each.
 std::vector<std::string> object_store_refusal_lines(const RunOutput& run);
+/// The external API's anomaly (duplicate-effect) in its own words: jobs, charges, idempotency keys.
+std::string external_api_story(const RunOutput& run, const Violation& v);
+/// The jobs the external API never performed (CheckResult::missing), one line each, beside the verdict.
+std::vector<std::string> missing_effect_lines(const RunOutput& run);
+/// A cas-row's lost update in its own words: the row, the versions, the increment lost.
+std::string cas_row_story(const RunOutput& run, const Violation& v);
+/// The job queue's duplicate-enqueue in its own words: the job, the leaders, the times.
+std::string job_queue_story(const RunOutput& run, const Violation& v);
+/// The enqueues the job queue refused, one line each (CheckResult::refused).
+std::vector<std::string> queue_refusal_lines(const RunOutput& run);
+/// A cas-row's or a job queue's figures beside the verdict (conflicts and retries; enqueues accepted and
+/// refused), one line each; nothing for other kinds.
+std::vector<std::string> resource_figure_lines(const RunOutput& run);
 /// "1 lost-update, 2 stale-write-accepted": the anomalies by kind (empty when none).
 std::string anomaly_summary(const CheckResult& c);
 /// What a reader must know before trusting the verdict, one sentence each (empty: nothing): grants no

@@ -42,9 +42,13 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
   std::string out;
   out += fmt::format("{} — {}\n", paint(col, "1", sc.name), sc.title);
   if (!sc.source.empty()) out += fmt::format("source: {}\n", sc.source);
-  out += fmt::format("protocol: {}   resource: {} {}   seed: {}\n\n", run.protocol,
-                     run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
-                     to_string(run.resource_kind), run.seed);
+  // A cas-row compares versions, not tokens: it has no fenced or unfenced mode to name.
+  const std::string resource =
+      run.resource_kind == ResourceKind::cas_row
+          ? "cas-row (version column)"
+          : fmt::format("{} {}", run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
+                        to_string(run.resource_kind));
+  out += fmt::format("protocol: {}   resource: {}   seed: {}\n\n", run.protocol, resource, run.seed);
 
   out += timeline(run, style);
   out += "\n";
@@ -106,6 +110,8 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
         fmt::format("lock overlap: {} and {} both believed they held '{}' for {} (from {} s)\n", o.client_a,
                     o.client_b, o.key, format_seconds(o.duration, 3) + " s", format_seconds(o.start, 3));
   for (const std::string& l : refusal_lines(run)) out += l + "\n";
+  for (const std::string& l : missing_effect_lines(run)) out += l + "\n";
+  for (const std::string& l : resource_figure_lines(run)) out += l + "\n";
   if (c.lost.acknowledged > 0)
     out += fmt::format("lost updates: {} of {} acknowledged read-modify-writes ({:.1f}%)\n", c.lost.lost,
                        c.lost.acknowledged, c.lost.percent);

@@ -398,6 +398,12 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
                    q(sc.resource_variant));
   if (sc.resource_kind != ResourceKind::store)
     s += fmt::format("kind = \"{}\"\n", to_string(sc.resource_kind));
+  if (sc.resource_kind == ResourceKind::external_api)
+    s += fmt::format("idempotency_keys = {}\nidempotency_retention = {}\n", sc.idempotency_keys,
+                     dur(sc.idempotency_retention));
+  if (sc.resource_kind == ResourceKind::cas_row) s += fmt::format("max_retries = {}\n", sc.cas_max_retries);
+  if (sc.resource_kind == ResourceKind::job_queue)
+    s += fmt::format("period = {}\njob = {}\n", dur(sc.job_period), q(sc.job_name));
 
   const ProtocolConfig defaults;
   std::string pc;

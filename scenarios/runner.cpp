@@ -8,8 +8,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "locksim/protocols/cas_row.hpp"
 #include "locksim/protocols/checkpoint_table.hpp"
 #include "locksim/protocols/object_store.hpp"
+#include "locksim/protocols/external_api.hpp"
+#include "locksim/protocols/job_queue.hpp"
 #include "locksim/scenarios/loader.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
@@ -356,6 +359,8 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   out.config = cfg;
   out.resource_mode =
       sc.resource_mode.value_or(protocol->fenced() ? ResourceMode::fenced : ResourceMode::unfenced);
+  if (sc.resource_kind == ResourceKind::external_api)
+    out.resource_mode = ResourceMode::unfenced;  // it cannot check a token, whatever the protocol sends
 
   WorldOptions wo;
   wo.seed = out.seed;
@@ -379,6 +384,16 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
     case ResourceKind::object_store:
       resource = spawn_object_store(world, sc.resource_name, resource_opts, history);
       break;
+    case ResourceKind::external_api:
+      resource =
+          spawn_external_api(world, sc.resource_name, ExternalApiOptions{sc.idempotency_retention}, history);
+      break;
+    case ResourceKind::cas_row:
+      resource = spawn_cas_row(world, sc.resource_name, resource_opts, history);
+      break;
+    case ResourceKind::job_queue:
+      resource = spawn_job_queue(world, sc.resource_name, resource_opts, history);
+      break;
     case ResourceKind::store:
       resource = spawn_resource(world, sc.resource_name, resource_opts, history);
       break;
@@ -395,8 +410,12 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   env.resource = resource;
   env.resource_kind = sc.resource_kind;
   env.resource_mode = out.resource_mode;
+  env.idempotency_keys = sc.idempotency_keys;
   env.lock_key = sc.lock_key;
   env.resource_key = sc.resource_key;
+  env.cas_max_retries = sc.cas_max_retries;
+  env.job_period = sc.job_period;
+  env.job_name = sc.job_name;
   for (const ClientSpec& c : sc.clients) {
     WorkloadEnv e = env;
     if (!c.protocol.empty()) {  // the client's own settings; the servers keep the shared config

@@ -178,6 +178,17 @@ struct Scenario {
   std::string resource_variant;
   /// What the resource is ([resource] kind): today's store by default.
   ResourceKind resource_kind = ResourceKind::store;
+  /// external-api: whether the clients send an idempotency key (one per logical job) with each request, and
+  /// how long the API remembers a key ([resource] idempotency_keys, idempotency_retention).
+  bool idempotency_keys = false;
+  Duration idempotency_retention{std::chrono::hours(24)};
+  /// cas-row ([resource] max_retries): how many times a client re-reads and tries again after a conflict
+  /// before it gives the update up.
+  std::uint32_t cas_max_retries = 5;
+  /// job-queue ([resource] period, job): a leader enqueues one job per period of its wall clock, named
+  /// "<job>-<hh:mm:ss of the period's start>".
+  Duration job_period{5s};
+  std::string job_name = "report";
 
   ProtocolConfig config;                               ///< parameters for every protocol
   std::map<std::string, ProtocolConfig> per_protocol;  ///< complete configs for protocols that override some

@@ -138,6 +138,7 @@ class ClientRun {
         client_(env.protocol->make_client(ctx, *env.config)),
         ttl_(env.config->ttl),
         fenced_(env.protocol->fenced()),
+        lock_free_(!workload::acquires(program_of(spec))),
         held_(std::make_shared<Holding>()),
         guard_{env.history, env.world, std::nullopt},
         retry_rng_(ctx.rng().stream("retry-delay")) {}
@@ -156,7 +157,11 @@ class ClientRun {
     return Flow::go;
   }
 
-  bool holding() const { return held_->grant.has_value() && !lost_; }
+  /// A client whose program never acquires (a cas-row's) acts as holder all along: grant kNoId, no token.
+  bool holding() const { return lock_free_ || (held_->grant.has_value() && !lost_); }
+  std::optional<std::uint64_t> token() const {
+    return fenced_ && held_->grant ? held_->grant->token : std::nullopt;
+  }
   Grant& grant() { return *held_->grant; }
   Time true_time(Time local) const { return w_.clock(ctx_.self()).true_time_at(local); }
   std::string valid_for() const { return format_seconds(held_->grant->valid_until - ctx_.now(), 3) + "s"; }
@@ -235,6 +240,7 @@ class ClientRun {
       read_.reset();
       next_offset_ = 1;
       manifest_.reset();
+      kind_ = {};
       checked_.reset();
       GrantRecord rec;
       rec.client = ctx_.name();
@@ -287,6 +293,12 @@ class ClientRun {
       }
       return;
     }
+    if (env_.resource_kind == ResourceKind::external_api) {
+      const auto last = workload::read_last_job(env_, ctx_, held_->gid);
+      if (last) next_offset_ = *last + 1;
+      read_missed_ = !last;
+      return;
+    }
     if (env_.resource_kind == ResourceKind::checkpoint_table) {
       bool refused = false;
       const auto offset =
@@ -299,6 +311,8 @@ class ClientRun {
       }
       return;
     }
+    if (env_.resource_kind == ResourceKind::cas_row || env_.resource_kind == ResourceKind::job_queue)
+      return after(workload::read_step(env_, ctx_, held_->gid, token(), kind_));
     ReadRecord rr;
     rr.client = ctx_.name();
     rr.grant = held_->gid;
@@ -381,6 +395,11 @@ class ClientRun {
       commit(slot, checked);
       return;
     }
+    if (env_.resource_kind == ResourceKind::external_api) {
+      if (workload::request_job(env_, ctx_, held_->gid, next_offset_, checked, checked_.has_value()))
+        ++next_offset_;
+      return;
+    }
     if (env_.resource_kind == ResourceKind::checkpoint_table) {
       const auto done =
           workload::write_checkpoint(env_, ctx_, held_->gid, next_offset_,
@@ -389,6 +408,9 @@ class ClientRun {
       if (done == workload::Checkpointed::refused) lose("fenced out");
       return;
     }
+    if (env_.resource_kind == ResourceKind::cas_row || env_.resource_kind == ResourceKind::job_queue)
+      return after(
+          workload::write_step(env_, ctx_, held_->gid, token(), checked, checked_.has_value(), kind_));
     const std::optional<ReadResult> rd = std::exchange(read_, std::nullopt);
     WriteRecord wr;
     wr.client = ctx_.name();
@@ -420,6 +442,13 @@ class ClientRun {
     } else {
       ctx_.note("write-timeout");
     }
+  }
+
+  /// What a cas-row's or a job queue's read or write step did to the hold.
+  void after(workload::StepEnd end) {
+    if (end == workload::StepEnd::read_missed) read_missed_ = true;
+    if (end == workload::StepEnd::fenced_out || end == workload::StepEnd::no_answer)
+      lose(end == workload::StepEnd::fenced_out ? "fenced out" : "no answer from the resource");
   }
 
   void check() {
@@ -479,6 +508,7 @@ class ClientRun {
   std::unique_ptr<LockClient> client_;
   const Duration ttl_;
   const bool fenced_;
+  const bool lock_free_;  ///< the program never acquires (a cas-row's client without a lock)
   std::shared_ptr<Holding> held_;
   BeliefGuard guard_;
   std::uint32_t holds_ = 0;         ///< successful acquisitions so far
@@ -487,8 +517,9 @@ class ClientRun {
   bool read_missed_ = false;        ///< the last read timed out: skip through the next write
   std::optional<ReadResult> read_;  ///< the read the next write of this hold computes from
   std::optional<Time> checked_;     ///< the last check of the current hold
-  std::int64_t next_offset_ = 1;
-  std::optional<workload::ManifestView> manifest_;  ///< object store: the manifest as this hold saw it last    ///< checkpoint table: the offset this hold checkpoints next
+  std::int64_t next_offset_ = 1;    ///< checkpoint table: the offset this hold checkpoints next; API: job
+  workload::KindHold kind_;         ///< cas-row, job queue: what this hold knows of the resource
+  std::optional<workload::ManifestView> manifest_;  ///< object store: the manifest as this hold saw it last
   ProcId renewer_{};                ///< the renewal thread, once started
   RenewalDefaults renewal_;         ///< its plan
   Rng retry_rng_;                   ///< draws of a retry_delay distribution (a stream of its own)

@@ -30,9 +30,13 @@ struct WorkloadEnv {
   ResourceKind resource_kind = ResourceKind::store;
   /// The resource's mode. The object store's clients write the manifest with If-Match when it is fenced.
   ResourceMode resource_mode = ResourceMode::unfenced;
+  bool idempotency_keys = false;  ///< external-api: the clients send a key per logical job
   std::string lock_key;
   std::string resource_key;
   Time give_up_at{0};
+  std::uint32_t cas_max_retries = 5;  ///< cas-row: Scenario::cas_max_retries
+  Duration job_period{5s};            ///< job-queue: Scenario::job_period
+  std::string job_name = "report";    ///< job-queue: Scenario::job_name
 };
 
 /// The program the flags of `spec` describe, the loop every client ran before programs existed:
@@ -101,6 +105,64 @@ enum class Committed : std::uint8_t { applied, refused, no_answer };
 Committed commit_batch(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, ManifestView& seen,
                        const std::string& batch, const std::optional<std::uint64_t>& token, bool conditional,
                        Time checked, bool lease_checked);
+/// External API (scenarios/workload_external_api.cpp). A `read` step asks the API for the highest job it has
+/// performed on the account: the hold goes on from that job + 1 (nothing: no answer). A `write` step sends
+/// the request for the hold's next job, with its idempotency key when the scenario's clients send keys,
+/// recorded as a WriteRecord whose value is the job; an answer (performed or a replayed first result) moves
+/// the hold to the next job; no answer leaves it there, so the next `write` retries the same job, as a
+/// client that timed out does (it cannot tell whether the effect happened).
+std::optional<std::int64_t> read_last_job(const WorkloadEnv& env, Context& ctx, std::uint64_t grant);
+bool request_job(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, std::int64_t job, Time checked,
+                 bool lease_checked);
+/// Whether `steps` acquire the lock anywhere. A program that never does runs without a lock (a cas-row's
+/// clients may): its holder steps run as if it held one, with grant kNoId and no token.
+bool acquires(const std::vector<ClientStep>& steps);
+
+/// What a hold of a cas-row's or a job queue's client knows of the resource (reset at each acquire).
+struct CasSeen {
+  std::uint64_t read_id = kNoId;
+  std::int64_t value = 0;
+  std::uint64_t version = 0;
+};
+struct KindHold {
+  std::optional<CasSeen> cas_read;          ///< cas-row: the read the next write computes from
+  std::optional<std::int64_t> next_period;  ///< job queue: the period this hold enqueues next
+};
+/// How a cas-row's or a job queue's read or write step ended for the hold: as usual, with a read that did not
+/// answer (the write it feeds is skipped), or with the hold lost (refused: a newer holder's token; or no
+/// answer where the hold cannot go on without one).
+enum class StepEnd : std::uint8_t { done, read_missed, fenced_out, no_answer };
+/// A `read` or `write` step of a client of a cas-row or a job queue (scenarios/workload_kinds.cpp).
+StepEnd read_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                  const std::optional<std::uint64_t>& token, KindHold& hold);
+StepEnd write_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                   const std::optional<std::uint64_t>& token, Time checked, bool lease_checked,
+                   KindHold& hold);
+
+/// cas-row (scenarios/workload_casrow.cpp). A `read` step reads the row's value and version (nothing: no
+/// answer); `reread` marks a read a write step makes itself, after a conflict or for want of a read step (its
+/// notes are "reread-*", so the notes of a read step stay one per step). A `write` step runs the
+/// compare-and-set UPDATE computed from that read (value + 1 WHERE version = the version read); on a conflict
+/// it re-reads and tries again, up to env.cas_max_retries times, then gives the update up ("write-gave-up").
+/// A timed-out statement is not retried: it may have been applied.
+std::optional<CasSeen> read_cas_row(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, bool reread);
+void cas_update(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, CasSeen seen,
+                const std::optional<std::uint64_t>& token, Time checked, bool lease_checked);
+
+/// Job queue (scenarios/workload_jobqueue.cpp). A `read` step lists the queue (fenced: claims it with the
+/// token; refused when a newer holder has): the hold goes on after the latest period enqueued; no answer or
+/// refused, the hold is lost (a leader that does not know the queue must not enqueue). A `write` step
+/// enqueues the job of the next period due, at most one per step: the period after the last one this hold
+/// enqueued (or listed), else the period the client's wall clock is in; nothing while that period has not
+/// begun. A refused enqueue means a newer holder's token: the hold is lost.
+std::int64_t current_period(const WorkloadEnv& env, Context& ctx);
+std::string job_id(const WorkloadEnv& env, std::int64_t period);
+enum class Listed : std::uint8_t { answered, refused, no_answer };
+Listed list_job_queue(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                      const std::optional<std::uint64_t>& token, std::optional<std::int64_t>& latest);
+enum class Enqueued : std::uint8_t { accepted, refused, no_answer };
+Enqueued enqueue_job(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, std::int64_t period,
+                     const std::optional<std::uint64_t>& token, Time checked, bool lease_checked);
 
 }  // namespace workload
 }  // namespace locksim

@@ -122,7 +122,7 @@ svg.addEventListener('mouseleave', function () { tip.style.display = 'none'; });
 // ---- static parts: lane labels ----
 el('rect', { x: 0, y: 0, width: 150, height: HEIGHT, fill: '#fff' }, labels);
 for (i = 0; i < L.length; i++) {
-  var kind = L[i].what || { client: 'client', server: 'lock server', store: 'resource', other: 'process' }[L[i].kind];
+  var kind = L[i].label || { client: 'client', server: 'lock server', store: 'resource (store)', other: 'process' }[L[i].kind];
   el('rect', { x: 0, y: L[i].top, width: 150, height: L[i].h, 'class': 'band-' + (i % 2) }, labels);
   el('text', { x: 12, y: laneY[i] - 2, 'class': 'lane-name' }, labels, L[i].name);
   el('text', { x: 12, y: laneY[i] + 13, 'class': 'lane-kind' }, labels, kind);

@@ -44,11 +44,16 @@ inline constexpr const char* kCheckpointRewind = "checkpoint-rewind";
 inline constexpr const char* kDuplicateProcessing = "duplicate-processing";
 /// The object store's own: an applied manifest write left out a batch the manifest it replaced had committed.
 inline constexpr const char* kStaleManifest = "stale-manifest";
+/// The external API's own (docs/safety.md): one logical job's effect performed twice.
+inline constexpr const char* kDuplicateEffect = "duplicate-effect";
+/// The job queue's own (docs/safety.md): one job id enqueued (accepted) twice. (A cas-row's anomaly is
+/// lost-update: an applied write not computed from the version it replaced.)
+inline constexpr const char* kDuplicateEnqueue = "duplicate-enqueue";
 
 /// Every anomaly kind, in the order reports list them.
-inline constexpr const char* kAnomalyKinds[] = {kStaleWriteAccepted, kLostUpdate,          kTokenRegression,
-                                                kFreshWriteRejected, kCheckpointRewind,    kDuplicateProcessing,
-                                                kStaleManifest};
+inline constexpr const char* kAnomalyKinds[] = {kStaleWriteAccepted, kLostUpdate,       kTokenRegression,
+                                                kFreshWriteRejected, kCheckpointRewind, kDuplicateProcessing,
+                                                kDuplicateEffect, kDuplicateEnqueue, kStaleManifest};
 
 /// One write as named in a verdict: enough for a person to find it in the story without the history at hand.
 /// `seq` and `arrived` name the copy involved (a duplicate may be another copy than the first).
@@ -94,6 +99,12 @@ struct GrantRef {
 ///    applied checkpoint of the same offset;
 ///  - stale-manifest: `earlier` the applied manifest write the object held, `later` the applied one that
 ///    replaced it and left out some of its batches (`key` is the manifest).
+///  - duplicate-effect: `earlier` the external API's first performed request of a job, `later` another
+///    performed request of the same job (another client's, or the same client's again); `key` the account.
+///  - lost-update on a cas-row: `earlier` the applied write that set the version the row held, `later` the
+///    applied write computed from another (older) version, which overwrote it (`key` is the row);
+///  - duplicate-enqueue: `earlier` the first accepted enqueue of a job, `later` another accepted enqueue of
+///    the same job id (`key` is the job id; the writes' values are the job id too).
 struct Violation {
   std::string kind = kStaleWriteAccepted;
   std::string key;  ///< resource key (token-regression: the lock key)
@@ -102,7 +113,7 @@ struct Violation {
   GrantRef grant_earlier;
   GrantRef grant_later;
   Time time{};         ///< when it happened: the later copy's processing, or the later grant's ordering
-  std::string reason;  ///< fresh-write-rejected: the resource's reason
+  std::string reason;  ///< fresh-write-rejected: the resource's reason; duplicate-effect: "job <n>"
 };
 
 /// Lock-level overlap (reported beside the verdict, not part of it): two different clients' belief intervals
@@ -187,6 +198,35 @@ struct CheckResult {
     bool newest = false;
   };
   std::vector<Refusal> refused;
+  /// External API: logical jobs whose effect the API never performed (beside the verdict: a liveness
+  /// problem, not a safety one), by resource, account and job. The jobs of an account are 1 up to the
+  /// highest job any delivered request named (the workload numbers them so); `acknowledged` is a delivered
+  /// request of the job whose client heard a result (invalid: none, the job was never performed at all).
+  struct MissingEffect {
+    std::string resource;
+    std::string key;  ///< the account
+    std::int64_t job = 0;
+    WriteRef acknowledged;
+  };
+  std::vector<MissingEffect> missing;
+  /// cas-row, beside the verdict: the UPDATE statements the row processed (every copy), how many it applied
+  /// and how many were conflicts (zero rows: the version had moved); from the clients' records, how many
+  /// statements were retries after a conflict and how many conflicts ended an update (the client gave up, or
+  /// the run ended first). All zero for other kinds.
+  struct CasFigures {
+    std::uint64_t statements = 0;
+    std::uint64_t applied = 0;
+    std::uint64_t conflicts = 0;
+    std::uint64_t retries = 0;
+    std::uint64_t gave_up = 0;
+  } cas;
+  /// Job queue, beside the verdict: the enqueues it processed (every copy), accepted and refused (its
+  /// refusals are listed in `refused` too). All zero for other kinds.
+  struct QueueFigures {
+    std::uint64_t enqueues = 0;
+    std::uint64_t accepted = 0;
+    std::uint64_t refused = 0;
+  } queue;
   /// The smallest of lease_near_miss and write_near_miss margins (none when neither exists): one number CI
   /// can track. Negative means a line was crossed (an overlap of belief, or a stale write accepted).
   std::optional<Duration> slack;
@@ -254,6 +294,13 @@ void check_checkpoints(const History& h, CheckResult& r);
 void check_object_store(const History& h, CheckResult& r);
 /// The batches of manifest content `replaced` that manifest content `written` leaves out, in order.
 std::vector<std::string> dropped_batches(const std::string& replaced, const std::string& written);
+/// The external API's anomaly (duplicate-effect) and its missing effects, from its log.
+void check_external_api(const History& h, CheckResult& r);
+/// A cas-row's anomaly (lost-update: an applied UPDATE whose :read_version is not the version the row held,
+/// counted from the row's own log) and its figures (CheckResult::cas, CheckResult::lost).
+void check_cas_rows(const History& h, CheckResult& r);
+/// The job queue's anomaly (duplicate-enqueue), its refusals and figures, from its log.
+void check_job_queues(const History& h, CheckResult& r);
 /// The newest epoch on lock `lock` at true time t, per grant ordering (0: none yet).
 std::uint64_t newest_epoch_at(const History& h, const CheckResult& r, const std::string& lock, Time t);
 }  // namespace checker_detail

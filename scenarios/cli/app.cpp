@@ -117,6 +117,11 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
   matrix->add_option("SCENARIO", mscen, "scenarios (default: the catalog)");
   matrix->add_option("-p,--protocol", mprot, "protocols (default: every protocol a scenario expects)");
   matrix->add_option("--format", mformat, "table format")->check(one_of({"text", "md"}));
+  bool mby_resource = false;
+  matrix->add_flag(
+      "--by-resource", mby_resource,
+      "one table per kind of protected resource (store, checkpoint-table, …), each headed by what "
+      "that resource promises");
 
   std::vector<std::string> cpaths;
   std::string cjunit;
@@ -142,10 +147,12 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
 
   std::vector<std::string> reality_args;
   auto* reality = app.add_subcommand(
-      "reality", "The scenario against real servers on this machine, beside the simulation (redis-server)");
+      "reality",
+      "The scenario against real servers on this machine, beside the simulation (redis-server, etcd)");
   reality->footer(
       "usage: locksim reality SCENARIO -p PROTOCOL | --all [SCENARIO...]   (reality --help for options)");
   reality->prefix_command();
+  reality->set_help_flag();  // `reality --help` goes to reality's own parser, which lists its options
 
   // Chaos exploration (scenarios/explore.hpp holds the implementations).
   ExploreArgs xa;
@@ -247,7 +254,7 @@ int cli_main(int argc, char** argv, const CliHooks& hooks) {
     }
     if (run->parsed() && !compare.empty()) return cmd_compare(scenario, compare, seed, out_file, no_color);
     if (run->parsed()) return cmd_run(scenario, protocols, seed, report, out_file, no_color, trace, step);
-    if (matrix->parsed()) return cmd_matrix(mscen, mprot, mformat);
+    if (matrix->parsed()) return cmd_matrix(mscen, mprot, mformat, mby_resource);
     if (check->parsed()) return cmd_check(cpaths, cjunit, cno_color);
     if (demo->parsed()) return cmd_demo(dno_color);
     if (explore->parsed()) return cmd_explore(xa);

@@ -9,53 +9,103 @@
 
 namespace locksim::cli {
 
+namespace {
+
+/// What each kind of resource promises when the lock fails it: the heading of its table in `matrix
+/// --by-resource`.
+std::string_view resource_property(ResourceKind k) {
+  switch (k) {
+    case ResourceKind::store:
+      return "a key-value store, fenced or not: no write accepted out of the order the service granted the "
+             "lock";
+    case ResourceKind::checkpoint_table:
+      return "the notes' shard_checkpoint UPDATE: an offset never moves back, none is processed in two holds";
+    case ResourceKind::external_api:
+      return "a payment or email API that cannot check tokens: each logical job takes effect exactly once";
+    case ResourceKind::cas_row:
+      return "a row with a version column, written by compare-and-set: no acknowledged increment is lost";
+    case ResourceKind::job_queue:
+      return "a scheduler leader's queue: no period's job enqueued twice";
+  }
+  return "";
+}
+
+}  // namespace
+
 int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<std::string>& ps_in,
-               const std::string& format) {
+               const std::string& format, bool by_resource) {
   validate_protocols(ps_in);
   std::vector<Scenario> scs;
   for (const auto& s : scenario_inputs(scenarios_in)) scs.push_back(load_scenario(s));
-  std::vector<std::string> cols = ps_in;
-  if (cols.empty()) {
+  // One table, or one per resource kind (in the order of the kinds, the scenarios in their own order within).
+  std::vector<std::vector<const Scenario*>> groups;
+  if (by_resource) {
+    std::vector<ResourceKind> kinds;
     for (const auto& sc : scs)
-      for (const auto& p : protocols_for(sc, {}))
-        if (std::find(cols.begin(), cols.end(), p) == cols.end()) cols.push_back(p);
+      if (std::find(kinds.begin(), kinds.end(), sc.resource_kind) == kinds.end())
+        kinds.push_back(sc.resource_kind);
+    std::sort(kinds.begin(), kinds.end());
+    for (ResourceKind k : kinds) {
+      groups.emplace_back();
+      for (const auto& sc : scs)
+        if (sc.resource_kind == k) groups.back().push_back(&sc);
+    }
+  } else {
+    groups.emplace_back();
+    for (const auto& sc : scs) groups.back().push_back(&sc);
   }
-  std::size_t w0 = 8;
-  for (const auto& sc : scs) w0 = std::max(w0, sc.name.size());
   const bool md = format == "md";
   std::string out;
-  auto row = [&](const std::string& first, const std::vector<std::string>& cells) {
-    if (md) {
-      out += "| " + first + " |";
-      for (const auto& c : cells) out += " " + c + " |";
-    } else {
-      out += fmt::format("{:<{}}", first, w0);
-      for (std::size_t i = 0; i < cells.size(); ++i)
-        out += fmt::format("  {:<{}}", cells[i], std::max<std::size_t>(cols[i].size(), 10));
-    }
-    out += "\n";
-  };
-  row("scenario", cols);
-  if (md) {
-    out += "|---|";
-    for (std::size_t i = 0; i < cols.size(); ++i) out += "---|";
-    out += "\n";
-  }
   int mismatches = 0;
-  for (const auto& sc : scs) {
-    std::vector<std::string> cells;
-    auto mine = protocols_for(sc, {});
-    for (const auto& p : cols) {
-      if (ps_in.empty() && std::find(mine.begin(), mine.end(), p) == mine.end()) {
-        cells.push_back("—");
-        continue;
-      }
-      Cell c = run_cell(sc, p);
-      if (!c.ok()) ++mismatches;
-      std::string mark = !c.expected ? "" : c.ok() ? " ✓" : " ✗";
-      cells.push_back(std::string(to_string(c.got)) + mark);
+  for (const auto& group : groups) {
+    std::vector<std::string> cols = ps_in;
+    if (cols.empty()) {
+      for (const Scenario* sc : group)
+        for (const auto& p : protocols_for(*sc, {}))
+          if (std::find(cols.begin(), cols.end(), p) == cols.end()) cols.push_back(p);
+      // In name order, so a protocol's column sits beside its +fence twin's, whatever the files list first.
+      std::sort(cols.begin(), cols.end());
     }
-    row(sc.name, cells);
+    std::size_t w0 = 8;
+    for (const Scenario* sc : group) w0 = std::max(w0, sc->name.size());
+    if (by_resource) {
+      const ResourceKind k = group.front()->resource_kind;
+      out += md ? fmt::format("{}**{}**: {}\n\n", out.empty() ? "" : "\n", to_string(k), resource_property(k))
+                : fmt::format("{}resource {}: {}\n", out.empty() ? "" : "\n", to_string(k),
+                              resource_property(k));
+    }
+    auto row = [&](const std::string& first, const std::vector<std::string>& cells) {
+      if (md) {
+        out += "| " + first + " |";
+        for (const auto& c : cells) out += " " + c + " |";
+      } else {
+        out += fmt::format("{:<{}}", first, w0);
+        for (std::size_t i = 0; i < cells.size(); ++i)
+          out += fmt::format("  {:<{}}", cells[i], std::max<std::size_t>(cols[i].size(), 10));
+      }
+      out += "\n";
+    };
+    row("scenario", cols);
+    if (md) {
+      out += "|---|";
+      for (std::size_t i = 0; i < cols.size(); ++i) out += "---|";
+      out += "\n";
+    }
+    for (const Scenario* sc : group) {
+      std::vector<std::string> cells;
+      auto mine = protocols_for(*sc, {});
+      for (const auto& p : cols) {
+        if (ps_in.empty() && std::find(mine.begin(), mine.end(), p) == mine.end()) {
+          cells.push_back("—");
+          continue;
+        }
+        Cell c = run_cell(*sc, p);
+        if (!c.ok()) ++mismatches;
+        std::string mark = !c.expected ? "" : c.ok() ? " ✓" : " ✗";
+        cells.push_back(std::string(to_string(c.got)) + mark);
+      }
+      row(sc->name, cells);
+    }
   }
   out += fmt::format("\n✓ = as expected, ✗ = NOT as expected; {} mismatch(es)\n", mismatches);
   fmt::print("{}", out);

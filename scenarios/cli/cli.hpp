@@ -182,7 +182,7 @@ int cmd_run(const std::string& scenario, const std::vector<std::string>& ps_in,
             std::optional<std::uint64_t> seed, const std::string& report, const std::string& out_file,
             bool no_color, bool trace, bool step);
 int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<std::string>& ps_in,
-               const std::string& format);
+               const std::string& format, bool by_resource);
 int cmd_check(const std::vector<std::string>& paths, const std::string& junit_file, bool no_color);
 int cmd_demo(bool no_color);
 

@@ -256,7 +256,7 @@ ClientStep Loader::step(const toml::node& n, const std::string& field, int depth
   return st;
 }
 
-void Loader::program(const Tab& c, ClientSpec& spec) const {
+void Loader::program(const Tab& c, ClientSpec& spec, ResourceKind kind) const {
   for (const char* k : kFlagKeys) {
     if (c.has(k)) {
       fail_at(c, k,
@@ -284,8 +284,31 @@ void Loader::program(const Tab& c, ClientSpec& spec) const {
       walk(st.steps);
     }
   };
+  // A cas-row needs no lock: a program that never acquires runs its reads and writes without one (the
+  // steps that only make sense with a lock are refused).
+  std::function<bool(const std::vector<ClientStep>&)> acquires = [&](const std::vector<ClientStep>& steps) {
+    for (const ClientStep& st : steps)
+      if (st.kind == ClientStep::Kind::acquire || acquires(st.steps)) return true;
+    return false;
+  };
+  if (kind == ResourceKind::cas_row && !acquires(spec.steps)) {
+    std::function<void(const std::vector<ClientStep>&)> no_lock = [&](const std::vector<ClientStep>& steps) {
+      for (const ClientStep& st : steps) {
+        if (st.kind == ClientStep::Kind::check || st.kind == ClientStep::Kind::extend ||
+            st.kind == ClientStep::Kind::release)
+          fail(st.line, c.field("steps"),
+               fmt::format("'{}' needs the lock, and this program never acquires it", to_string(st.kind)));
+        no_lock(st.steps);
+      }
+    };
+    no_lock(spec.steps);
+    return;
+  }
   walk(spec.steps);
-  if (!acquired) fail_at(c, "steps", "the program never acquires the lock: add \"acquire\"");
+  if (!acquired)
+    fail_at(
+        c, "steps",
+        "the program never acquires the lock: add \"acquire\" (only a cas-row is written without a lock)");
 }
 
 void Loader::renewal(const Tab& c, const Scenario& s, ClientSpec& spec) const {
@@ -379,7 +402,7 @@ void Loader::clients(const Tab& root, Scenario& s) {
     if (auto v = boolean(c, "check_before_write")) spec.check_before_write = *v;
     if (auto v = boolean(c, "extend_before_write")) spec.extend_before_write = *v;
     if (auto v = boolean(c, "release")) spec.release = *v;
-    if (c.has("steps")) program(c, spec);
+    if (c.has("steps")) program(c, spec, s.resource_kind);
     if (const toml::node* p = c.get("protocol")) {
       if (!p->is_table()) {
         fail(

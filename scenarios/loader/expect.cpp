@@ -16,7 +16,7 @@ constexpr FieldDoc kProtocolExpectFields[] = {
     {"verdict", "\"safe\" | \"unsafe\"", "", "the verdict"},
     {"anomalies", "array of anomaly kinds", "",
      "exactly these kinds occur: stale-write-accepted, lost-update, token-regression, fresh-write-rejected, "
-     "checkpoint-rewind, duplicate-processing ([] = none)"},
+     "checkpoint-rewind, duplicate-processing, duplicate-effect, duplicate-enqueue ([] = none)"},
     {"lost_updates", "bound: \"0\", \"> 0\", \">= 3\", \"<= 5%\", \"< 10%\"", "",
      "lost read-modify-write updates, as a count or a percentage of the acknowledged ones"},
     {"tokens", "\"increasing\" | \"regressing\"", "",

@@ -298,7 +298,7 @@ class Loader {
   void link_options(const Tab& t, LinkOptions& o) const;
   void clients(const Tab& root, Scenario& s);
   /// A client's `steps` (scenarios/loader/client.cpp): the program, its steps, its renewal keys.
-  void program(const Tab& c, ClientSpec& spec) const;
+  void program(const Tab& c, ClientSpec& spec, ResourceKind kind) const;
   std::vector<ClientStep> steps(const toml::node& n, const std::string& field, int depth,
                                 std::size_t& total) const;
   ClientStep step(const toml::node& n, const std::string& field, int depth, std::size_t& total) const;
@@ -307,6 +307,8 @@ class Loader {
                      bool allow_any) const;
   void network(const Tab& root, Scenario& s) const;
   void clocks(const Tab& root, Scenario& s) const;
+  /// [resource]'s fields that belong to one kind (max_retries; period, job).
+  void kind_fields(const Tab& r, Scenario& s) const;
   void expect(const Tab& root, Scenario& s) const;
   Expectation expectation(const toml::node& v, const std::string& field) const;
   void variants(const Tab& root, const Scenario& s) const;

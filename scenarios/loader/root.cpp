@@ -41,10 +41,21 @@ constexpr FieldDoc kResourceFields[] = {
     {"key", "string", "\"data\"", "the key the clients write"},
     {"mode", "\"auto\" | \"unfenced\" | \"fenced\"", "\"auto\"",
      "auto: fenced iff the protocol sends tokens; otherwise forced"},
-    {"kind", "\"store\" | \"checkpoint-table\" | \"object-store\"", "\"store\"",
-     "what the resource is: a key-value store, the shard_checkpoint table, or an object store whose manifest "
-     "commits batches (docs/safety.md)"},
+    {"kind", "\"store\" | \"checkpoint-table\" | \"external-api\" | \"cas-row\" | \"job-queue\" | \"object-store\"",
+     "\"store\"",
+     "what the resource is: a key-value store, the shard_checkpoint table, a payment API that "
+     "cannot check tokens, a row with a version column, a job queue, an object store whose manifest commits batches "
+     "(docs/safety.md)"},
+    {"idempotency_keys", "bool", "false",
+     "external-api: the clients send an idempotency key per logical job (job-<key>-<job>)"},
+    {"idempotency_retention", "duration > 0", "\"24h\"",
+     "external-api: how long the API remembers a key after performing it, on its own clock"},
     {"variant", "string", "\"\"", "a teaching or mutant variant of the resource (`locksim list` lists them)"},
+    {"max_retries", "integer 0..1,000", "5",
+     "cas-row only: how many times a client re-reads and writes again after a conflict before giving up"},
+    {"period", "duration > 0", "\"5s\"",
+     "job-queue only: a leader enqueues one job per period of its wall clock"},
+    {"job", "string", "\"report\"", "job-queue only: the job's name; a job id is \"<job>-<hh:mm:ss>\""},
 };
 constexpr FieldDoc kLimitsFields[] = {
     {"max_time", "duration > 0", "\"60s\"", "the run stops at this simulated time"},
@@ -146,12 +157,22 @@ Scenario Loader::load(const toml::table& root_table) {
       if (m == 2) s.resource_mode = ResourceMode::fenced;
     }
     if (r->has("kind"))
-      s.resource_kind = *enumeration<ResourceKind>(
-          *r, "kind",
-          {{"store", ResourceKind::store},
-           {"checkpoint-table", ResourceKind::checkpoint_table},
-           {"object-store", ResourceKind::object_store}});
+      s.resource_kind = *enumeration<ResourceKind>(*r, "kind",
+                                                   {{"store", ResourceKind::store},
+                                                    {"checkpoint-table", ResourceKind::checkpoint_table},
+                                                    {"external-api", ResourceKind::external_api},
+                                                    {"cas-row", ResourceKind::cas_row},
+                                                    {"job-queue", ResourceKind::job_queue},
+                                                    {"object-store", ResourceKind::object_store}});
     if (auto v = str(*r, "variant", true)) s.resource_variant = *v;
+    for (const char* k : {"idempotency_keys", "idempotency_retention"})
+      if (r->has(k) && s.resource_kind != ResourceKind::external_api)
+        fail_at(*r, k, fmt::format("{} is a field of kind = \"external-api\" only", k));
+    if (auto v = boolean(*r, "idempotency_keys")) s.idempotency_keys = *v;
+    if (auto v = duration(*r, "idempotency_retention", Sign::positive)) s.idempotency_retention = *v;
+    if (s.resource_kind == ResourceKind::external_api && s.resource_mode == ResourceMode::fenced)
+      fail_at(*r, "mode", "an external API cannot check tokens: mode = \"fenced\" needs another kind");
+    kind_fields(*r, s);
   }
 
   if (auto p = sub_table(root, "protocol")) protocol_config(*p, s.config, false);
@@ -201,6 +222,25 @@ Scenario Loader::load(const toml::table& root_table) {
   variants(root, s);
   protocol_limits(root, s);
   return s;
+}
+
+void Loader::kind_fields(const Tab& r, Scenario& s) const {
+  // Each field belongs to one kind: given for another, it is a mistake (a field the resource never reads).
+  const std::pair<const char*, ResourceKind> owners[] = {{"max_retries", ResourceKind::cas_row},
+                                                         {"period", ResourceKind::job_queue},
+                                                         {"job", ResourceKind::job_queue}};
+  for (const auto& [field, kind] : owners) {
+    if (r.has(field) && s.resource_kind != kind)
+      fail_at(r, field,
+              fmt::format("'{}' is a field of kind = \"{}\"; this resource is a {}", field, to_string(kind),
+                          to_string(s.resource_kind)));
+  }
+  if (auto v = integer(r, "max_retries", 0, 1000)) s.cas_max_retries = static_cast<std::uint32_t>(*v);
+  if (auto v = duration(r, "period", Sign::positive)) s.job_period = *v;
+  if (auto v = str(r, "job")) {
+    if (!valid_ident(*v)) fail_at(r, "job", fmt::format("'{}' is not a valid job name", *v));
+    s.job_name = *v;
+  }
 }
 
 void Loader::clocks(const Tab& root, Scenario& s) const {

@@ -1,7 +1,8 @@
 // The checkpoint table (protocols/checkpoint_table.hpp) and its anomalies: the checker on hand-built logs,
-// the catalog's scheduler leader end to end with its story in the table's own words, and a rapidcheck
-// property: with the safe configuration (a fenced protocol, the notes' UPDATE as written) no random pause
-// plan rewinds a shard or has an offset processed twice.
+// the catalog's scheduler leader end to end with its story in the table's own words, and rapidcheck
+// properties over random plans of pauses and delay spikes: with a fenced protocol and the offset guard no plan
+// rewinds a shard or has an offset processed twice; with the notes' UPDATE as written, only a holder's own late
+// statement can.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 

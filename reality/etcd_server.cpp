@@ -1,0 +1,371 @@
+#include "reality/etcd_server.hpp"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "reality/children.hpp"
+#include "reality/etcd_client.hpp"
+
+namespace locksim::reality {
+
+namespace {
+
+constexpr std::int64_t kStartDeadlineNs = 10'000'000'000;
+
+std::string log_tail(const std::string& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::vector<std::string> lines;
+  while (std::getline(in, line)) lines.push_back(line);
+  std::string out;
+  for (std::size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i) out += lines[i] + "\n";
+  return out;
+}
+
+std::string str_field(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) return "0";
+  if (it->is_string()) return it->get<std::string>();
+  return it->dump();
+}
+
+/// The member's status: {own id, leader id} ("0": none).
+std::optional<std::pair<std::string, std::string>> status(std::uint16_t port, long timeout_ms) {
+  auto j = etcd_post(port, "/v3/maintenance/status", nlohmann::json::object(), timeout_ms);
+  if (!j || !j->contains("header")) return std::nullopt;
+  return std::make_pair(str_field((*j)["header"], "member_id"), str_field(*j, "leader"));
+}
+
+/// The watch stream's state inside libcurl's callbacks.
+struct Stream {
+  std::string buffer, node;
+  std::atomic<bool>* stop = nullptr;
+  std::atomic<std::uint64_t>* next = nullptr;
+  std::atomic<bool>* created = nullptr;
+  std::mutex* mu = nullptr;
+  std::vector<LeaseRecord>* records = nullptr;
+  std::string key;
+};
+
+void on_message(Stream& s, const std::string& line) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.contains("result")) return;
+  const nlohmann::json& r = j["result"];
+  if (r.value("created", false)) *s.created = true;
+  if (!r.contains("events")) return;
+  const std::int64_t t = mono_ns();
+  for (const auto& e : r["events"]) {
+    const nlohmann::json& kv = e.value("kv", nlohmann::json::object());
+    const std::uint64_t mod = std::stoull(str_field(kv, "mod_revision"));
+    if (mod >= *s.next) *s.next = mod + 1;
+    if (e.contains("type") && e["type"] != "PUT") continue;  // DELETE
+    if (str_field(kv, "version") != "1") continue;           // an update, not a creation
+    std::lock_guard lk(*s.mu);
+    s.records->push_back({t, s.node, unbase64(kv.value("key", "")), str_field(kv, "lease"),
+                          std::stoull(str_field(kv, "create_revision"))});
+  }
+}
+
+std::size_t on_data(char* data, std::size_t size, std::size_t n, void* p) {
+  auto& s = *static_cast<Stream*>(p);
+  s.buffer.append(data, size * n);
+  for (std::size_t nl; (nl = s.buffer.find('\n')) != std::string::npos;) {
+    const std::string line = s.buffer.substr(0, nl);
+    s.buffer.erase(0, nl + 1);
+    try {
+      on_message(s, line);
+    } catch (const std::exception&) {
+      // A message of another shape (a numeric field that is not a number): not a creation; skip it.
+    }
+  }
+  return size * n;
+}
+
+int on_progress(void* p, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<Stream*>(p)->stop->load() ? 1 : 0;
+}
+
+}  // namespace
+
+std::string etcd_missing() {
+  if (find_program("etcd").empty()) return "etcd is not installed (Debian: apt-get install etcd-server)";
+  return {};
+}
+
+EtcdCluster::EtcdCluster(std::vector<std::string> names, const std::string& dir, std::string lock_key)
+    : lock_key_(std::move(lock_key)) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  token_ = fmt::format("locksim-{}-{}", ::getpid(), mono_ns());
+  for (std::string& n : names) {
+    Member m;
+    m.name = std::move(n);
+    m.dir = dir + "/" + m.name;
+    ::mkdir(m.dir.c_str(), 0700);
+    m.client = free_loopback_port();
+    m.peer = free_loopback_port();
+    watch_ports_.push_back(m.client);
+    watch_names_.push_back(m.name);
+    members_.push_back(std::move(m));
+  }
+}
+
+EtcdCluster::~EtcdCluster() {
+  stop_ = true;
+  if (watcher_.joinable()) watcher_.join();
+  for (Member& m : members_) {
+    kill_and_reap(m.pid);
+    m.pid = -1;
+  }
+}
+
+void EtcdCluster::spawn(Member& m) {
+  const std::string bin = find_program("etcd");
+  if (bin.empty()) throw StartError(etcd_missing());
+  std::string cluster;
+  for (const Member& o : members_)
+    cluster += fmt::format("{}{}=http://127.0.0.1:{}", cluster.empty() ? "" : ",", o.name, o.peer);
+  const std::string client = fmt::format("http://127.0.0.1:{}", m.client);
+  const std::string peer = fmt::format("http://127.0.0.1:{}", m.peer);
+  std::vector<std::string> args = {bin,
+                                   "--name=" + m.name,
+                                   "--data-dir=" + m.dir + "/data",
+                                   "--listen-client-urls=" + client,
+                                   "--advertise-client-urls=" + client,
+                                   "--listen-peer-urls=" + peer,
+                                   "--initial-advertise-peer-urls=" + peer,
+                                   "--initial-cluster=" + cluster,
+                                   "--initial-cluster-state=new",
+                                   "--initial-cluster-token=" + token_,
+                                   "--auto-compaction-retention=0",
+                                   "--listen-metrics-urls=",
+                                   "--enable-pprof=false"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log = m.dir + "/etcd.log";
+  const pid_t pid = ::fork();
+  if (pid < 0) throw StartError(fmt::format("fork: {}", std::strerror(errno)));
+  if (pid == 0) {
+    become_child();
+    if (::chdir(m.dir.c_str()) != 0) ::_exit(126);
+    const int null = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (null >= 0) ::dup2(null, 0);
+    if (out >= 0) {
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+    }
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  register_child(pid);
+  m.pid = pid;
+}
+
+void EtcdCluster::wait_healthy(const std::vector<Member*>& ms, const char* what) {
+  const std::int64_t deadline = mono_ns() + kStartDeadlineNs;
+  std::vector<bool> ok(ms.size(), false);
+  for (;;) {
+    bool all = true;
+    for (std::size_t i = 0; i < ms.size(); ++i) {
+      if (ok[i]) continue;
+      Member& m = *ms[i];
+      int st = 0;
+      if (::waitpid(m.pid, &st, WNOHANG) == m.pid) {
+        forget_child(m.pid);
+        m.pid = -1;
+        const std::string tail = log_tail(m.dir + "/etcd.log");
+        for (Member& o : members_) {
+          kill_and_reap(o.pid);
+          o.pid = -1;
+        }
+        throw StartError(
+            fmt::format("{}: etcd exited at {} (client port {}):\n{}", m.name, what, m.client, tail));
+      }
+      const auto s = status(m.client, 200);
+      ok[i] = s && s->second != "0";
+      all = all && ok[i];
+    }
+    if (all) return;
+    if (mono_ns() > deadline || interrupted()) {
+      for (Member& o : members_) {
+        kill_and_reap(o.pid);
+        o.pid = -1;
+      }
+      check_interrupted();
+      std::string tails;
+      for (std::size_t i = 0; i < ms.size(); ++i)
+        if (!ok[i]) tails += fmt::format("{}:\n{}", ms[i]->name, log_tail(ms[i]->dir + "/etcd.log"));
+      throw StartError(fmt::format("etcd did not elect a leader within 10 s at {}:\n{}", what, tails));
+    }
+    ::usleep(20'000);
+  }
+}
+
+void EtcdCluster::start() {
+  std::vector<Member*> all;
+  try {
+    for (Member& m : members_) {
+      spawn(m);
+      all.push_back(&m);
+    }
+  } catch (...) {
+    for (Member& o : members_) {
+      kill_and_reap(o.pid);
+      o.pid = -1;
+    }
+    throw;
+  }
+  wait_healthy(all, "start-up");
+  watcher_ = std::thread([this] { watch_loop(); });
+  // The watch is created before any client runs, so no creation is made unseen.
+  const std::int64_t deadline = mono_ns() + 5'000'000'000;
+  while (!watch_created_.load()) {
+    if (mono_ns() > deadline || interrupted()) {
+      stop_ = true;
+      watcher_.join();
+      for (Member& o : members_) {
+        kill_and_reap(o.pid);
+        o.pid = -1;
+      }
+      check_interrupted();
+      throw StartError("etcd: could not watch the lock key within 5 s");
+    }
+    ::usleep(2'000);
+  }
+}
+
+void EtcdCluster::watch_loop() {
+  std::size_t at = 0;
+  while (!stop_) {
+    Stream s;
+    s.node = watch_names_[at];
+    s.stop = &stop_;
+    s.next = &next_revision_;
+    s.mu = &mu_;
+    s.records = &records_;
+    s.created = &watch_created_;
+    const nlohmann::json body = {
+        {"create_request",
+         {{"key", base64(lock_key_)}, {"start_revision", std::to_string(next_revision_.load())}}}};
+    const std::string payload = body.dump();
+    const std::string url = fmt::format("http://127.0.0.1:{}/v3/watch", watch_ports_[at]);
+    CURL* c = curl_easy_init();
+    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload.c_str());
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &s);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 500L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_perform(c);  // returns when the member dies or stop_ is set
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(c);
+    if (!stop_) {
+      at = (at + 1) % watch_ports_.size();  // another member, from the next revision
+      ::usleep(20'000);
+    }
+  }
+}
+
+void EtcdCluster::kill(const std::string& name) {
+  for (Member& m : members_)
+    if (m.name == name) {
+      kill_and_reap(m.pid);
+      m.pid = -1;
+    }
+}
+
+void EtcdCluster::restart(const std::string& name) {
+  for (Member& m : members_)
+    if (m.name == name && m.pid <= 0) spawn(m);  // it rejoins on its own; the run goes on meanwhile
+}
+
+void EtcdCluster::advance_revision(std::uint64_t revision) {
+  const nlohmann::json put = {{"key", base64("locksim/revision")}, {"value", base64("-")}};
+  for (std::uint64_t now = 1; now < revision;) {
+    auto j = etcd_post(members_[0].client, "/v3/kv/put", put, 2000);
+    if (!j || !j->contains("header"))
+      throw StartError(
+          fmt::format("{}: could not advance etcd's revision to {}", members_[0].name, revision));
+    now = std::stoull(str_field((*j)["header"], "revision"));
+  }
+}
+
+bool EtcdCluster::has(const std::string& name) const {
+  for (const Member& m : members_)
+    if (m.name == name) return true;
+  return false;
+}
+
+bool EtcdCluster::running(const std::string& name) const {
+  for (const Member& m : members_)
+    if (m.name == name) return m.pid > 0;
+  return false;
+}
+
+std::string EtcdCluster::leader() const {
+  for (const Member& m : members_) {
+    if (m.pid <= 0) continue;
+    const auto s = status(m.client, 500);
+    if (s && s->first == s->second) return m.name;
+  }
+  return {};
+}
+
+std::vector<std::uint16_t> EtcdCluster::client_ports() const {
+  std::vector<std::uint16_t> out;
+  for (const Member& m : members_) out.push_back(m.client);
+  return out;
+}
+
+std::vector<std::uint16_t> EtcdCluster::all_ports() const {
+  std::vector<std::uint16_t> out;
+  for (const Member& m : members_) {
+    out.push_back(m.client);
+    out.push_back(m.peer);
+  }
+  return out;
+}
+
+std::vector<pid_t> EtcdCluster::pids() const {
+  std::vector<pid_t> out;
+  for (const Member& m : members_) out.push_back(m.pid);
+  return out;
+}
+
+bool EtcdCluster::wait_record(std::uint64_t revision, std::int64_t timeout_ns) const {
+  const std::int64_t deadline = mono_ns() + timeout_ns;
+  for (;;) {
+    {
+      std::lock_guard lk(mu_);
+      for (const LeaseRecord& r : records_)
+        if (r.revision == revision) return true;
+    }
+    if (mono_ns() > deadline) return false;
+    ::usleep(1'000);
+  }
+}
+
+std::vector<LeaseRecord> EtcdCluster::records() const {
+  std::lock_guard lk(mu_);
+  return records_;
+}
+
+}  // namespace locksim::reality

@@ -1,0 +1,86 @@
+#pragma once
+/// A real 3-member etcd cluster (Debian: etcd-server, etcd 3.4) on free 127.0.0.1 ports, each member in a
+/// folder of its own under the run's temporary folder, started and killed by locksim, and the watcher that
+/// collects the lock key's creations from etcd itself.
+///
+/// Ground truth from the service: a thread of the parent watches the lock key through the v3 gateway's
+/// /v3/watch stream from revision 1 (compaction is off), and records every PUT that created the key (version
+/// 1) with the lease etcd attached to it and its create revision: a grant is backed by etcd's own event, not
+/// by the client's word. When its member dies the watcher resumes on another member from the next revision,
+/// so no creation is missed.
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "reality/redis_server.hpp"  // StartError
+
+namespace locksim::reality {
+
+/// One creation of the lock key, as etcd's watch stream told it.
+struct LeaseRecord {
+  std::int64_t mono_ns = 0;  ///< CLOCK_MONOTONIC when the watcher received it (after etcd committed it)
+  std::string node;          ///< the member whose stream carried it
+  std::string key, lease;    ///< lease: the id etcd attached to the key (decimal)
+  std::uint64_t revision = 0;
+};
+
+/// Why etcd cannot run here (empty: it can): the binary is missing, or locksim was built without libcurl.
+std::string etcd_missing();
+
+class EtcdCluster {
+ public:
+  /// Members `names` (raft1..raft3), folders under `dir`, free ports; starts nothing.
+  EtcdCluster(std::vector<std::string> names, const std::string& dir, std::string lock_key);
+  ~EtcdCluster();
+  EtcdCluster(const EtcdCluster&) = delete;
+  EtcdCluster& operator=(const EtcdCluster&) = delete;
+
+  /// Starts every member and waits (at most 10 s) until each answers /health with a leader, then starts the
+  /// watcher. Throws StartError (every member killed first).
+  void start();
+  /// SIGKILL of one member / the same member again on its folder (not waited for: it rejoins the cluster on
+  /// its own while the run goes on, and the parent must keep answering its clients meanwhile).
+  void kill(const std::string& name);
+  void restart(const std::string& name);
+  bool has(const std::string& name) const;
+  bool running(const std::string& name) const;
+  /// Puts a key of its own (not the lock key) until the store's revision is `revision`: the next creation of
+  /// the lock key gets revision + 1 as its token (a scenario's first_token). Throws StartError.
+  void advance_revision(std::uint64_t revision);
+  /// The member that leads now, by /v3/maintenance/status (`leader` vs the member's own id); empty: none.
+  std::string leader() const;
+  std::vector<std::uint16_t> client_ports() const;
+  /// Every port of the cluster (client and peer), for the tests.
+  std::vector<std::uint16_t> all_ports() const;
+  std::vector<pid_t> pids() const;
+  /// Waits at most `timeout_ns` until the watcher has seen the creation with this revision.
+  bool wait_record(std::uint64_t revision, std::int64_t timeout_ns) const;
+  std::vector<LeaseRecord> records() const;
+
+ private:
+  struct Member {
+    std::string name, dir;
+    std::uint16_t client = 0, peer = 0;
+    pid_t pid = -1;
+  };
+  void spawn(Member& m);
+  void wait_healthy(const std::vector<Member*>& ms, const char* what);
+  void watch_loop();
+  std::vector<Member> members_;
+  std::string lock_key_, token_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> watch_created_{false};
+  std::atomic<std::uint64_t> next_revision_{1};
+  mutable std::mutex mu_;
+  std::vector<LeaseRecord> records_;
+  std::vector<std::uint16_t> watch_ports_;  ///< snapshot for the thread
+  std::vector<std::string> watch_names_;
+  std::thread watcher_;
+};
+
+}  // namespace locksim::reality
