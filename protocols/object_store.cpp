@@ -70,8 +70,9 @@ ProcId spawn_object_store(World& world, const std::string& name, ResourceOptions
             obj.content = put->content;
             obj.token = put->token;
           } else {
-            rep.reason = fmt::format("If-Match {} but the object is at generation {} (412 Precondition Failed)",
-                                     *put->if_match, obj.generation);
+            rep.reason =
+                fmt::format("If-Match {} but the object is at generation {} (412 Precondition Failed)",
+                            *put->if_match, obj.generation);
           }
           rep.generation = obj.generation;
           if (obj.generation == 0) objects.erase(put->name);  // a failed create leaves nothing behind
@@ -94,6 +95,8 @@ ProcId spawn_object_store(World& world, const std::string& name, ResourceOptions
       ProcessOptions{.daemon = true});
 }
 
-std::vector<Variant> object_store_variants() { return {}; }
+std::vector<Variant> object_store_variants() {
+  return {};
+}
 
 }  // namespace locksim

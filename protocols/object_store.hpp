@@ -6,9 +6,9 @@
 /// committed batches and the writer's fencing token.
 ///
 /// `fenced` mode is the careful client: it reads the manifest's generation and writes the next manifest with
-/// `If-Match` on it (a manifest written by anyone else in between makes the write fail: 412), and it stops when
-/// the manifest it reads carries a token above its own. `unfenced` is the blind writer: a plain PUT of the
-/// manifest it computed from what it read last. The store cannot compare tokens (an object store does not
+/// `If-Match` on it (a manifest written by anyone else in between makes the write fail: 412), and it stops
+/// when the manifest it reads carries a token above its own. `unfenced` is the blind writer: a plain PUT of
+/// the manifest it computed from what it read last. The store cannot compare tokens (an object store does not
 /// know what the metadata means): only the generation is checked.
 ///
 /// Every delivered GET and PUT goes into the store's own append-only log (History::resource_log, kind

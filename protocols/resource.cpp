@@ -4,9 +4,9 @@
 
 #include "locksim/protocols/cas_row.hpp"
 #include "locksim/protocols/checkpoint_table.hpp"
-#include "locksim/protocols/object_store.hpp"
 #include "locksim/protocols/external_api.hpp"
 #include "locksim/protocols/job_queue.hpp"
+#include "locksim/protocols/object_store.hpp"
 
 #include <algorithm>
 #include <map>

@@ -60,8 +60,8 @@ inline constexpr const char* kReadType = "read";
 /// The variants the store understands (ResourceOptions::variant).
 std::vector<Variant> resource_variants();
 
-/// A kind's name in scenario files and reports: "store", "checkpoint-table", "external-api", "cas-row", "job-queue",
-/// "object-store".
+/// A kind's name in scenario files and reports: "store", "checkpoint-table", "external-api", "cas-row",
+/// "job-queue", "object-store".
 std::string_view to_string(ResourceKind k);
 /// The variants a resource of kind `k` understands.
 std::vector<Variant> resource_variants(ResourceKind k);

@@ -442,6 +442,10 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
           ? (sc.idempotency_keys ? fmt::format("external API (idempotency keys kept {} s)",
                                                format_seconds(sc.idempotency_retention, 3))
                                  : std::string("external API (no idempotency keys)"))
+      : run.resource_kind == ResourceKind::object_store
+          ? std::string(run.resource_mode == ResourceMode::fenced
+                            ? "object store (manifest with If-Match)"
+                            : "object store (manifest without If-Match)")
           : fmt::format("{} {}", run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
                         to_string(run.resource_kind));
   o += fmt::format(

@@ -282,17 +282,8 @@ class ClientRun {
   }
 
   void read() {
-    if (env_.resource_kind == ResourceKind::object_store) {
-      bool stale = false;
-      manifest_ =
-          workload::read_manifest(env_, ctx_, held_->gid, fenced_ ? grant().token : std::nullopt, stale);
-      if (stale) {
-        lose("fenced out");
-      } else {
-        read_missed_ = !manifest_;
-      }
-      return;
-    }
+    if (env_.resource_kind == ResourceKind::object_store)
+      return after(workload::manifest_read_step(env_, ctx_, held_->gid, token(), manifest_));
     if (env_.resource_kind == ResourceKind::external_api) {
       const auto last = workload::read_last_job(env_, ctx_, held_->gid);
       if (last) next_offset_ = *last + 1;
@@ -369,32 +360,14 @@ class ClientRun {
     write(slot);
   }
 
-  /// Object store: batch `slot` of this hold, committed in the manifest (read first when this hold does not
-  /// know it: none read yet, or the last commit's outcome is unknown). With the store fenced, clients write
-  /// it with If-Match; a 412 means someone committed since, and the hold is lost.
-  void commit(std::uint32_t slot, Time checked) {
-    const std::optional<std::uint64_t> token = fenced_ ? grant().token : std::nullopt;
-    if (!manifest_) {
-      bool stale = false;
-      manifest_ = workload::read_manifest(env_, ctx_, held_->gid, token, stale);
-      if (stale) lose("fenced out");
-      if (!manifest_ || !holding()) return;
-    }
-    const std::string batch = fmt::format("{}/batch-{}-{}.{}", env_.resource_key, ctx_.name(), holds_, slot);
-    const bool conditional = env_.resource_mode == ResourceMode::fenced;
-    const auto done = workload::commit_batch(env_, ctx_, held_->gid, *manifest_, batch, token, conditional,
-                                             checked, checked_.has_value());
-    if (done != workload::Committed::applied) manifest_.reset();
-    if (done == workload::Committed::refused) lose("fenced out");
-  }
-
   void write(std::uint32_t slot) {
     // The last check of this hold, else now: taken before the note (a pause the note triggers falls after).
     const Time checked = checked_.value_or(w_.now());
-    if (env_.resource_kind == ResourceKind::object_store) {
-      commit(slot, checked);
-      return;
-    }
+    if (env_.resource_kind == ResourceKind::object_store)  // batch `slot` of this hold, then the manifest
+      return after(workload::manifest_write_step(
+          env_, ctx_, held_->gid, token(),
+          fmt::format("{}/batch-{}-{}.{}", env_.resource_key, ctx_.name(), holds_, slot), checked,
+          checked_.has_value(), manifest_));
     if (env_.resource_kind == ResourceKind::external_api) {
       if (workload::request_job(env_, ctx_, held_->gid, next_offset_, checked, checked_.has_value()))
         ++next_offset_;
@@ -520,9 +493,9 @@ class ClientRun {
   std::int64_t next_offset_ = 1;    ///< checkpoint table: the offset this hold checkpoints next; API: job
   workload::KindHold kind_;         ///< cas-row, job queue: what this hold knows of the resource
   std::optional<workload::ManifestView> manifest_;  ///< object store: the manifest as this hold saw it last
-  ProcId renewer_{};                ///< the renewal thread, once started
-  RenewalDefaults renewal_;         ///< its plan
-  Rng retry_rng_;                   ///< draws of a retry_delay distribution (a stream of its own)
+  ProcId renewer_{};                                ///< the renewal thread, once started
+  RenewalDefaults renewal_;                         ///< its plan
+  Rng retry_rng_;  ///< draws of a retry_delay distribution (a stream of its own)
 };
 
 }  // namespace

@@ -138,6 +138,15 @@ StepEnd read_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
 StepEnd write_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
                    const std::optional<std::uint64_t>& token, Time checked, bool lease_checked,
                    KindHold& hold);
+/// Object store: a `read` step GETs the manifest into `manifest` (fenced_out: it carries a newer holder's
+/// token). A `write` step commits `batch` in the manifest, reading it first when this hold does not know it
+/// (none read yet, or the last commit's outcome is unknown), with If-Match when the store's mode is fenced; a
+/// 412 means someone committed since (fenced_out).
+StepEnd manifest_read_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                           const std::optional<std::uint64_t>& token, std::optional<ManifestView>& manifest);
+StepEnd manifest_write_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                            const std::optional<std::uint64_t>& token, const std::string& batch, Time checked,
+                            bool lease_checked, std::optional<ManifestView>& manifest);
 
 /// cas-row (scenarios/workload_casrow.cpp). A `read` step reads the row's value and version (nothing: no
 /// answer); `reread` marks a read a write step makes itself, after a conflict or for want of a read step (its

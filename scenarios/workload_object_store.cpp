@@ -9,7 +9,9 @@
 namespace locksim::workload {
 
 namespace {
-std::string token_text(const std::optional<std::uint64_t>& t) { return t ? fmt::format("{}", *t) : "none"; }
+std::string token_text(const std::optional<std::uint64_t>& t) {
+  return t ? fmt::format("{}", *t) : "none";
+}
 }  // namespace
 
 std::optional<ManifestView> read_manifest(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
@@ -39,8 +41,8 @@ std::optional<ManifestView> read_manifest(const WorkloadEnv& env, Context& ctx, 
   ctx.note("manifest-read", fmt::format("{} generation={} batches={} token={}", env.resource_key,
                                         row->generation, seen.batches.size(), token_text(row->token)));
   if (token && row->token && *row->token > *token) {
-    ctx.note("read-rejected", fmt::format("the manifest carries token {} above this hold's {}", *row->token,
-                                          *token));
+    ctx.note("read-rejected",
+             fmt::format("the manifest carries token {} above this hold's {}", *row->token, *token));
     stale = true;
     return std::nullopt;
   }
@@ -98,6 +100,30 @@ Committed commit_batch(const WorkloadEnv& env, Context& ctx, std::uint64_t grant
   seen.generation = r->generation;
   seen.batches = std::move(next);
   return Committed::applied;
+}
+
+StepEnd manifest_read_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                           const std::optional<std::uint64_t>& token, std::optional<ManifestView>& manifest) {
+  bool stale = false;
+  manifest = read_manifest(env, ctx, grant, token, stale);
+  if (stale) return StepEnd::fenced_out;
+  return manifest ? StepEnd::done : StepEnd::read_missed;
+}
+
+StepEnd manifest_write_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                            const std::optional<std::uint64_t>& token, const std::string& batch, Time checked,
+                            bool lease_checked, std::optional<ManifestView>& manifest) {
+  if (!manifest) {
+    bool stale = false;
+    manifest = read_manifest(env, ctx, grant, token, stale);
+    if (stale) return StepEnd::fenced_out;
+    if (!manifest) return StepEnd::done;  // no answer: nothing to commit into this time
+  }
+  const bool conditional = env.resource_mode == ResourceMode::fenced;
+  const Committed done =
+      commit_batch(env, ctx, grant, *manifest, batch, token, conditional, checked, lease_checked);
+  if (done != Committed::applied) manifest.reset();
+  return done == Committed::refused ? StepEnd::fenced_out : StepEnd::done;
 }
 
 }  // namespace locksim::workload

@@ -53,7 +53,7 @@ inline constexpr const char* kDuplicateEnqueue = "duplicate-enqueue";
 /// Every anomaly kind, in the order reports list them.
 inline constexpr const char* kAnomalyKinds[] = {kStaleWriteAccepted, kLostUpdate,       kTokenRegression,
                                                 kFreshWriteRejected, kCheckpointRewind, kDuplicateProcessing,
-                                                kDuplicateEffect, kDuplicateEnqueue, kStaleManifest};
+                                                kDuplicateEffect,    kDuplicateEnqueue, kStaleManifest};
 
 /// One write as named in a verdict: enough for a person to find it in the story without the history at hand.
 /// `seq` and `arrived` name the copy involved (a duplicate may be another copy than the first).

@@ -26,6 +26,10 @@ std::string_view resource_property(ResourceKind k) {
       return "a row with a version column, written by compare-and-set: no acknowledged increment is lost";
     case ResourceKind::job_queue:
       return "a scheduler leader's queue: no period's job enqueued twice";
+    case ResourceKind::object_store:
+      return "an object store's manifest, written with If-Match or not: no committed batch dropped by a "
+             "later "
+             "manifest";
   }
   return "";
 }
