@@ -117,6 +117,7 @@ struct WriteRecord {
 enum class ResourceKind : std::uint8_t {
   store,             ///< a key-value store, fenced or not (protocols/resource.hpp)
   checkpoint_table,  ///< the notes' shard_checkpoint table (protocols/checkpoint_table.hpp)
+  object_store,      ///< objects with generations and If-Match writes (protocols/object_store.hpp)
   external_api,      ///< a payment or email API that cannot check tokens (protocols/external_api.hpp)
   cas_row,           ///< a row with a version column, written by compare-and-set (protocols/cas_row.hpp)
   job_queue,         ///< a queue a scheduler leader enqueues jobs into (protocols/job_queue.hpp)
@@ -143,6 +144,8 @@ struct ResourceEntry {
   std::string reason;                       ///< why it was refused
   ResourceKind kind = ResourceKind::store;  ///< which kind of resource logged it
   /// checkpoint-table: the statement's :offset (write) or the row's last_processed_offset (read), and its
+  /// :worker (the row's updated_by for a read). object-store: `offset` is the object's generation after the
+  /// request (0: it does not exist).
   /// :worker (the row's updated_by for a read). external-api: `worker` is the client that sent the request.
   std::int64_t offset = 0;
   std::string worker;

@@ -6,6 +6,7 @@
 #include "locksim/protocols/checkpoint_table.hpp"
 #include "locksim/protocols/external_api.hpp"
 #include "locksim/protocols/job_queue.hpp"
+#include "locksim/protocols/object_store.hpp"
 
 #include <algorithm>
 #include <map>
@@ -115,6 +116,8 @@ std::string_view to_string(ResourceKind k) {
       return "store";
     case ResourceKind::checkpoint_table:
       return "checkpoint-table";
+    case ResourceKind::object_store:
+      return "object-store";
     case ResourceKind::external_api:
       return "external-api";
     case ResourceKind::cas_row:
@@ -125,10 +128,33 @@ std::string_view to_string(ResourceKind k) {
   return "?";
 }
 
+std::string_view resource_property(ResourceKind k) {
+  switch (k) {
+    case ResourceKind::store:
+      return "a key-value store, fenced or not: no write accepted out of the order the service granted the "
+             "lock";
+    case ResourceKind::checkpoint_table:
+      return "the notes' shard_checkpoint UPDATE: an offset never moves back, none is processed in two holds";
+    case ResourceKind::external_api:
+      return "a payment or email API that cannot check tokens: each logical job takes effect exactly once";
+    case ResourceKind::cas_row:
+      return "a row with a version column, written by compare-and-set: no acknowledged increment is lost";
+    case ResourceKind::job_queue:
+      return "a scheduler leader's queue: no period's job enqueued twice";
+    case ResourceKind::object_store:
+      return "an object store's manifest, written with If-Match or not: no committed batch dropped by a "
+             "later "
+             "manifest";
+  }
+  return "";
+}
+
 std::vector<Variant> resource_variants(ResourceKind k) {
   switch (k) {
     case ResourceKind::checkpoint_table:
       return checkpoint_table_variants();
+    case ResourceKind::object_store:
+      return object_store_variants();
     case ResourceKind::cas_row:
       return cas_row_variants();
     case ResourceKind::job_queue:

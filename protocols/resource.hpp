@@ -60,8 +60,12 @@ inline constexpr const char* kReadType = "read";
 /// The variants the store understands (ResourceOptions::variant).
 std::vector<Variant> resource_variants();
 
-/// A kind's name in scenario files and reports: "store", "checkpoint-table", "external-api".
+/// A kind's name in scenario files and reports: "store", "checkpoint-table", "external-api", "cas-row",
+/// "job-queue", "object-store".
 std::string_view to_string(ResourceKind k);
+/// What a resource of kind `k` promises when the lock fails it, in one line: the property the checker
+/// judges it by (docs/safety.md); `locksim list` and `matrix --by-resource` print it.
+std::string_view resource_property(ResourceKind k);
 /// The variants a resource of kind `k` understands.
 std::vector<Variant> resource_variants(ResourceKind k);
 

@@ -21,6 +21,27 @@ namespace locksim {
 
 namespace {
 
+/// What a safe run's history shows, in the terms of the resource's own property (docs/safety.md).
+std::string no_anomaly(ResourceKind kind) {
+  switch (kind) {
+    case ResourceKind::store:
+      return "every write the store took followed the order in which the service granted the lock, no "
+             "acknowledged update was lost, tokens grew with every grant and the newest holder's writes were "
+             "taken.";
+    case ResourceKind::checkpoint_table:
+      return "no shard's checkpoint moved back and no offset was processed in two lock holds.";
+    case ResourceKind::object_store:
+      return "no manifest write left out a batch that the manifest before it had committed.";
+    case ResourceKind::external_api:
+      return "no logical job took effect twice at the API.";
+    case ResourceKind::cas_row:
+      return "no acknowledged compare-and-set of the row was lost.";
+    case ResourceKind::job_queue:
+      return "no period's job was enqueued twice.";
+  }
+  return "";
+}
+
 /// The words the picture puts on an anomaly: a tag for it and a label for each of its two writes.
 struct AnomalyLabels {
   std::string title, earlier, later;
@@ -45,6 +66,9 @@ AnomalyLabels anomaly_labels(const Violation& v) {
   if (v.kind == kCheckpointRewind)
     return {fmt::format("checkpoint of shard {} rewound: {} after {}", v.key, b, a),
             "set offset: " + a + " ✓", "rewound: " + b + " ✓"};
+  if (v.kind == kStaleManifest)
+    return {fmt::format("manifest {} overwritten: {} left out batches {} had committed", v.key, b, a),
+            "committed: " + a + " ✓", "overwrote: " + b + " ✓"};
   if (v.kind == kDuplicateEffect)
     return {fmt::format("{} of account {} charged twice: by {} and by {}", v.reason, v.key, a, b),
             "charged: " + a + " ✓", "charged again: " + b + " ✓"};
@@ -439,6 +463,10 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
           ? (sc.idempotency_keys ? fmt::format("external API (idempotency keys kept {} s)",
                                                format_seconds(sc.idempotency_retention, 3))
                                  : std::string("external API (no idempotency keys)"))
+      : run.resource_kind == ResourceKind::object_store
+          ? std::string(run.resource_mode == ResourceMode::fenced
+                            ? "object store (manifest with If-Match)"
+                            : "object store (manifest without If-Match)")
           : fmt::format("{} {}", run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
                         to_string(run.resource_kind));
   o += fmt::format(
@@ -514,9 +542,8 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
   // Story and legend.
   o += "<div class=\"panels\"><section class=\"story\">";
   if (safe) {
-    o += "<div class=\"verdict-ok\"><h2>What happened</h2><p>No anomaly: every write the store took followed "
-         "the order in which the service granted the lock, no acknowledged update was lost, tokens grew with "
-         "every grant and the newest holder's writes were taken.</p></div>";
+    o += "<div class=\"verdict-ok\"><h2>What happened</h2><p>No anomaly: " +
+         esc(no_anomaly(run.resource_kind)) + "</p></div>";
   } else {
     o += "<div class=\"verdict-bad\"><h2>What happened</h2>";
     const std::string st = story(run);

@@ -102,6 +102,8 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     kinds[k] = run.check.count(k);
   if (run.resource_kind == ResourceKind::checkpoint_table)
     for (const char* k : {kCheckpointRewind, kDuplicateProcessing}) kinds[k] = run.check.count(k);
+  if (run.resource_kind == ResourceKind::object_store)
+    kinds[kStaleManifest] = run.check.count(kStaleManifest);
   if (run.resource_kind == ResourceKind::external_api)
     kinds[kDuplicateEffect] = run.check.count(kDuplicateEffect);
   if (run.resource_kind == ResourceKind::job_queue)

@@ -21,12 +21,17 @@ std::string story(const RunOutput& run);
 std::string anomaly_story(const RunOutput& run, const Violation& v);
 /// The checkpoint table's anomalies (checkpoint-rewind, duplicate-processing) in its own words.
 std::string checkpoint_story(const RunOutput& run, const Violation& v);
+/// What the resource refused, one line each (CheckResult::refused), beside the verdict: the checkpoint
+/// statements the table refused, or the object store's failed manifest writes.
+std::vector<std::string> refusal_lines(const RunOutput& run);
+/// The object store's anomaly (stale-manifest) in its own words.
+std::string object_store_story(const RunOutput& run, const Violation& v);
+/// The object store's refused manifest writes (If-Match failed), one line each.
+std::vector<std::string> object_store_refusal_lines(const RunOutput& run);
 /// The external API's anomaly (duplicate-effect) in its own words: jobs, charges, idempotency keys.
 std::string external_api_story(const RunOutput& run, const Violation& v);
 /// The jobs the external API never performed (CheckResult::missing), one line each, beside the verdict.
 std::vector<std::string> missing_effect_lines(const RunOutput& run);
-/// The checkpoint statements the table refused, one line each (CheckResult::refused), beside the verdict.
-std::vector<std::string> refusal_lines(const RunOutput& run);
 /// A cas-row's lost update in its own words: the row, the versions, the increment lost.
 std::string cas_row_story(const RunOutput& run, const Violation& v);
 /// The job queue's duplicate-enqueue in its own words: the job, the leaders, the times.

@@ -237,6 +237,7 @@ std::string anomaly_story(const RunOutput& run, const Violation& v) {
   if (v.kind == kTokenRegression) return regression_story(run, v);
   if (v.kind == kFreshWriteRejected) return rejected_story(run, pauses, v);
   if (v.kind == kCheckpointRewind || v.kind == kDuplicateProcessing) return checkpoint_story(run, v);
+  if (v.kind == kStaleManifest) return object_store_story(run, v);
   if (v.kind == kDuplicateEffect) return external_api_story(run, v);
   return stale_story(run, pauses, v);
 }

@@ -81,6 +81,7 @@ std::string checkpoint_story(const RunOutput& run, const Violation& v) {
 }
 
 std::vector<std::string> refusal_lines(const RunOutput& run) {
+  if (run.resource_kind == ResourceKind::object_store) return object_store_refusal_lines(run);
   if (run.resource_kind == ResourceKind::job_queue) return queue_refusal_lines(run);
   std::vector<std::string> out;
   for (const CheckResult::Refusal& f : run.check.refused) {

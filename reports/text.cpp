@@ -44,8 +44,10 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
   if (!sc.source.empty()) out += fmt::format("source: {}\n", sc.source);
   // A cas-row compares versions, not tokens: it has no fenced or unfenced mode to name.
   const std::string resource =
-      run.resource_kind == ResourceKind::cas_row
-          ? "cas-row (version column)"
+      run.resource_kind == ResourceKind::cas_row ? "cas-row (version column)"
+      : run.resource_kind == ResourceKind::object_store
+          ? (run.resource_mode == ResourceMode::fenced ? "object-store (manifest written with If-Match)"
+                                                       : "object-store (manifest written without If-Match)")
           : fmt::format("{} {}", run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
                         to_string(run.resource_kind));
   out += fmt::format("protocol: {}   resource: {}   seed: {}\n\n", run.protocol, resource, run.seed);

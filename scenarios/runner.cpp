@@ -12,6 +12,7 @@
 #include "locksim/protocols/checkpoint_table.hpp"
 #include "locksim/protocols/external_api.hpp"
 #include "locksim/protocols/job_queue.hpp"
+#include "locksim/protocols/object_store.hpp"
 #include "locksim/scenarios/loader.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
@@ -380,6 +381,9 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
     case ResourceKind::checkpoint_table:
       resource = spawn_checkpoint_table(world, sc.resource_name, resource_opts, history);
       break;
+    case ResourceKind::object_store:
+      resource = spawn_object_store(world, sc.resource_name, resource_opts, history);
+      break;
     case ResourceKind::external_api:
       resource =
           spawn_external_api(world, sc.resource_name, ExternalApiOptions{sc.idempotency_retention}, history);
@@ -405,6 +409,7 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   env.config = &cfg;
   env.resource = resource;
   env.resource_kind = sc.resource_kind;
+  env.resource_mode = out.resource_mode;
   env.idempotency_keys = sc.idempotency_keys;
   env.lock_key = sc.lock_key;
   env.resource_key = sc.resource_key;

@@ -239,6 +239,7 @@ class ClientRun {
       lost_ = read_missed_ = false;
       read_.reset();
       next_offset_ = 1;
+      manifest_.reset();
       kind_ = {};
       checked_.reset();
       GrantRecord rec;
@@ -281,6 +282,8 @@ class ClientRun {
   }
 
   void read() {
+    if (env_.resource_kind == ResourceKind::object_store)
+      return after(workload::manifest_read_step(env_, ctx_, held_->gid, token(), manifest_));
     if (env_.resource_kind == ResourceKind::external_api) {
       const auto last = workload::read_last_job(env_, ctx_, held_->gid);
       if (last) next_offset_ = *last + 1;
@@ -360,6 +363,11 @@ class ClientRun {
   void write(std::uint32_t slot) {
     // The last check of this hold, else now: taken before the note (a pause the note triggers falls after).
     const Time checked = checked_.value_or(w_.now());
+    if (env_.resource_kind == ResourceKind::object_store)  // batch `slot` of this hold, then the manifest
+      return after(workload::manifest_write_step(
+          env_, ctx_, held_->gid, token(),
+          fmt::format("{}/batch-{}-{}.{}", env_.resource_key, ctx_.name(), holds_, slot), checked,
+          checked_.has_value(), manifest_));
     if (env_.resource_kind == ResourceKind::external_api) {
       if (workload::request_job(env_, ctx_, held_->gid, next_offset_, checked, checked_.has_value()))
         ++next_offset_;
@@ -484,9 +492,10 @@ class ClientRun {
   std::optional<Time> checked_;     ///< the last check of the current hold
   std::int64_t next_offset_ = 1;    ///< checkpoint table: the offset this hold checkpoints next; API: job
   workload::KindHold kind_;         ///< cas-row, job queue: what this hold knows of the resource
-  ProcId renewer_{};                ///< the renewal thread, once started
-  RenewalDefaults renewal_;         ///< its plan
-  Rng retry_rng_;                   ///< draws of a retry_delay distribution (a stream of its own)
+  std::optional<workload::ManifestView> manifest_;  ///< object store: the manifest as this hold saw it last
+  ProcId renewer_{};                                ///< the renewal thread, once started
+  RenewalDefaults renewal_;                         ///< its plan
+  Rng retry_rng_;  ///< draws of a retry_delay distribution (a stream of its own)
 };
 
 }  // namespace
@@ -508,97 +517,6 @@ std::vector<ClientStep> default_program(const ClientSpec& spec) {
 
 std::vector<ClientStep> program_of(const ClientSpec& spec) {
   return spec.steps.empty() ? default_program(spec) : spec.steps;
-}
-
-namespace {
-
-/// "No bound" in the arithmetic of most_notes.
-constexpr std::uint64_t kUnbounded = ~std::uint64_t{0};
-
-std::uint64_t times(std::uint64_t a, std::uint64_t b) {
-  if (a == 0 || b == 0) return 0;
-  if (a == kUnbounded || b == kUnbounded || a > kUnbounded / b) return kUnbounded;
-  return a * b;
-}
-std::uint64_t plus(std::uint64_t a, std::uint64_t b) {
-  return a > kUnbounded - b ? kUnbounded : a + b;
-}
-
-bool names_note(const ClientStep& s, std::string_view label) {
-  if (s.note == label) return true;
-  for (const ClientStep& c : s.steps)
-    if (names_note(c, label)) return true;
-  return false;
-}
-
-/// The notes one run of step `s` logs at most, of label `label`.
-std::uint64_t most_in(const ClientStep& s, std::string_view label) {
-  std::uint64_t n = s.note == label ? 1 : 0;
-  auto is = [&](std::initializer_list<std::string_view> ls) {
-    for (auto l : ls)
-      if (l == label) return true;
-    return false;
-  };
-  switch (s.kind) {
-    case ClientStep::Kind::acquire:
-      if (is({"acquire", "acquire-failed"})) return kUnbounded;  // its retries
-      if (is({"acquired", "gave-up"})) n = plus(n, 1);
-      break;
-    case ClientStep::Kind::read:
-      if (is({"read-timeout", "read-rejected", "read-refused"})) n = plus(n, 1);
-      break;
-    case ClientStep::Kind::write:
-      if (is({"write", "write-accepted", "write-rejected", "write-timeout", "write-refused"})) n = plus(n, 1);
-      break;
-    case ClientStep::Kind::increment:
-      if (is({"read-timeout", "read-rejected", "read-refused", "write", "write-accepted", "write-rejected",
-              "write-timeout", "write-refused"}))
-        n = plus(n, 1);
-      break;
-    case ClientStep::Kind::check:
-      if (is({"lease-check", "expired"})) n = plus(n, 1);
-      break;
-    case ClientStep::Kind::extend:
-      if (is({"extended", "extend-failed"})) n = plus(n, 1);
-      break;
-    case ClientStep::Kind::release:
-      if (is({"released"})) n = plus(n, 1);
-      break;
-    case ClientStep::Kind::work:
-    case ClientStep::Kind::sleep:
-      break;
-    case ClientStep::Kind::repeat: {
-      std::uint64_t body = 0;
-      for (const ClientStep& c : s.steps) body = plus(body, most_in(c, label));
-      n = plus(n, times(s.count, body));
-    } break;
-    case ClientStep::Kind::loop: {
-      std::uint64_t body = 0;
-      for (const ClientStep& c : s.steps) body = plus(body, most_in(c, label));
-      n = plus(n, times(kUnbounded, body));
-    } break;
-  }
-  return n;
-}
-
-}  // namespace
-
-std::optional<std::uint64_t> most_notes(const ClientSpec& spec, std::string_view label) {
-  // The renewal thread's notes: as long as the run lasts, or never without renewal.
-  if (label == "renewed" || label == "renew-failed" || label == "renewal-lost")
-    return spec.renewal.on ? std::nullopt : std::optional<std::uint64_t>(0);
-  if (label == "aborted") return spec.renewal.on ? most_notes(spec, "acquired") : 0;  // once a hold at most
-  static constexpr std::string_view kSteps[] = {
-      "acquire",  "acquire-failed", "acquired",       "gave-up",       "read-timeout", "read-rejected",
-      "write",    "write-accepted", "write-rejected", "write-timeout", "lease-check",  "expired",
-      "extended", "extend-failed",  "released",       "read-refused",  "write-refused"};
-  bool ours = std::find(std::begin(kSteps), std::end(kSteps), label) != std::end(kSteps);
-  for (const ClientStep& s : program_of(spec)) ours = ours || names_note(s, label);
-  if (!ours) return std::nullopt;  // a protocol's note (acquire-sent...): no bound known here
-  std::uint64_t n = 0;
-  for (const ClientStep& s : program_of(spec)) n = plus(n, most_in(s, label));
-  if (n == kUnbounded) return std::nullopt;
-  return n;
 }
 
 RenewalDefaults renewal_plan(const RenewalSpec& spec, const RenewalDefaults& defaults) {

@@ -28,6 +28,8 @@ struct WorkloadEnv {
   std::shared_ptr<const ProtocolConfig> own_config;
   ProcId resource{};
   ResourceKind resource_kind = ResourceKind::store;
+  /// The resource's mode. The object store's clients write the manifest with If-Match when it is fenced.
+  ResourceMode resource_mode = ResourceMode::unfenced;
   bool idempotency_keys = false;  ///< external-api: the clients send a key per logical job
   std::string lock_key;
   std::string resource_key;
@@ -86,6 +88,23 @@ enum class Checkpointed : std::uint8_t { applied, refused, no_answer };
 Checkpointed write_checkpoint(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, std::int64_t offset,
                               const std::optional<std::uint64_t>& token, Time checked, bool lease_checked);
 
+/// Object store (scenarios/workload_object_store.cpp): the manifest as this hold last saw it.
+struct ManifestView {
+  std::uint64_t generation = 0;  ///< 0: no manifest yet
+  std::vector<std::string> batches;
+};
+/// A `read` step GETs the manifest (the resource key); nothing: no answer. `stale`: it carries a token
+/// above `token`, so a newer holder has committed since (the hold is lost: the leader steps down).
+std::optional<ManifestView> read_manifest(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                                          const std::optional<std::uint64_t>& token, bool& stale);
+/// A `write` step writes `batch` as an object of its own, then commits it: PUT of the manifest `seen` plus
+/// the batch, with the token, and `If-Match: seen.generation` when `conditional`. Recorded as a WriteRecord
+/// whose value is the new manifest's content. Applied: `seen` becomes the new manifest. Refused (412): a
+/// newer manifest exists. No answer: what happened is unknown (`seen` must be read again).
+enum class Committed : std::uint8_t { applied, refused, no_answer };
+Committed commit_batch(const WorkloadEnv& env, Context& ctx, std::uint64_t grant, ManifestView& seen,
+                       const std::string& batch, const std::optional<std::uint64_t>& token, bool conditional,
+                       Time checked, bool lease_checked);
 /// External API (scenarios/workload_external_api.cpp). A `read` step asks the API for the highest job it has
 /// performed on the account: the hold goes on from that job + 1 (nothing: no answer). A `write` step sends
 /// the request for the hold's next job, with its idempotency key when the scenario's clients send keys,
@@ -119,6 +138,15 @@ StepEnd read_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
 StepEnd write_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
                    const std::optional<std::uint64_t>& token, Time checked, bool lease_checked,
                    KindHold& hold);
+/// Object store: a `read` step GETs the manifest into `manifest` (fenced_out: it carries a newer holder's
+/// token). A `write` step commits `batch` in the manifest, reading it first when this hold does not know it
+/// (none read yet, or the last commit's outcome is unknown), with If-Match when the store's mode is fenced; a
+/// 412 means someone committed since (fenced_out).
+StepEnd manifest_read_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                           const std::optional<std::uint64_t>& token, std::optional<ManifestView>& manifest);
+StepEnd manifest_write_step(const WorkloadEnv& env, Context& ctx, std::uint64_t grant,
+                            const std::optional<std::uint64_t>& token, const std::string& batch, Time checked,
+                            bool lease_checked, std::optional<ManifestView>& manifest);
 
 /// cas-row (scenarios/workload_casrow.cpp). A `read` step reads the row's value and version (nothing: no
 /// answer); `reread` marks a read a write step makes itself, after a conflict or for want of a read step (its

@@ -218,6 +218,7 @@ CheckResult check(const History& history) {
   check_tokens(history, r);
   checker_detail::check_resource(history, r);
   checker_detail::check_checkpoints(history, r);
+  checker_detail::check_object_store(history, r);
   checker_detail::check_external_api(history, r);
   checker_detail::check_cas_rows(history, r);
   checker_detail::check_job_queues(history, r);

@@ -42,6 +42,8 @@ inline constexpr const char* kFreshWriteRejected = "fresh-write-rejected";
 /// checkpointed by two workers.
 inline constexpr const char* kCheckpointRewind = "checkpoint-rewind";
 inline constexpr const char* kDuplicateProcessing = "duplicate-processing";
+/// The object store's own: an applied manifest write left out a batch the manifest it replaced had committed.
+inline constexpr const char* kStaleManifest = "stale-manifest";
 /// The external API's own (docs/safety.md): one logical job's effect performed twice.
 inline constexpr const char* kDuplicateEffect = "duplicate-effect";
 /// The job queue's own (docs/safety.md): one job id enqueued (accepted) twice. (A cas-row's anomaly is
@@ -51,7 +53,7 @@ inline constexpr const char* kDuplicateEnqueue = "duplicate-enqueue";
 /// Every anomaly kind, in the order reports list them.
 inline constexpr const char* kAnomalyKinds[] = {kStaleWriteAccepted, kLostUpdate,       kTokenRegression,
                                                 kFreshWriteRejected, kCheckpointRewind, kDuplicateProcessing,
-                                                kDuplicateEffect, kDuplicateEnqueue};
+                                                kDuplicateEffect,    kDuplicateEnqueue, kStaleManifest};
 
 /// One write as named in a verdict: enough for a person to find it in the story without the history at hand.
 /// `seq` and `arrived` name the copy involved (a duplicate may be another copy than the first).
@@ -95,6 +97,8 @@ struct GrantRef {
 ///    with a lower offset right after it (`key` is the shard, the offsets are the writes' values);
 ///  - duplicate-processing: `earlier` the first applied checkpoint of an offset, `later` another worker's
 ///    applied checkpoint of the same offset;
+///  - stale-manifest: `earlier` the applied manifest write the object held, `later` the applied one that
+///    replaced it and left out some of its batches (`key` is the manifest).
 ///  - duplicate-effect: `earlier` the external API's first performed request of a job, `later` another
 ///    performed request of the same job (another client's, or the same client's again); `key` the account.
 ///  - lost-update on a cas-row: `earlier` the applied write that set the version the row held, `later` the
@@ -189,7 +193,7 @@ struct CheckResult {
   /// those whose grant was the newest epoch on its lock when the table refused it (the holder itself).
   struct Refusal {
     WriteRef write;
-    std::string key;  ///< the shard
+    std::string key;  ///< the shard (checkpoint table), the manifest (object store)
     std::string reason;
     bool newest = false;
   };
@@ -286,6 +290,10 @@ void explain_unbacked(const History& h, CheckResult& r);
 void check_resource(const History& h, CheckResult& r);
 /// The checkpoint table's anomalies (checkpoint-rewind, duplicate-processing) and its refusals, from its log.
 void check_checkpoints(const History& h, CheckResult& r);
+/// The object store's anomaly (stale-manifest) and its refused manifest writes, from its log.
+void check_object_store(const History& h, CheckResult& r);
+/// The batches of manifest content `replaced` that manifest content `written` leaves out, in order.
+std::vector<std::string> dropped_batches(const std::string& replaced, const std::string& written);
 /// The external API's anomaly (duplicate-effect) and its missing effects, from its log.
 void check_external_api(const History& h, CheckResult& r);
 /// A cas-row's anomaly (lost-update: an applied UPDATE whose :read_version is not the version the row held,

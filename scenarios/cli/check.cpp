@@ -9,29 +9,6 @@
 
 namespace locksim::cli {
 
-namespace {
-
-/// What each kind of resource promises when the lock fails it: the heading of its table in `matrix
-/// --by-resource`.
-std::string_view resource_property(ResourceKind k) {
-  switch (k) {
-    case ResourceKind::store:
-      return "a key-value store, fenced or not: no write accepted out of the order the service granted the "
-             "lock";
-    case ResourceKind::checkpoint_table:
-      return "the notes' shard_checkpoint UPDATE: an offset never moves back, none is processed in two holds";
-    case ResourceKind::external_api:
-      return "a payment or email API that cannot check tokens: each logical job takes effect exactly once";
-    case ResourceKind::cas_row:
-      return "a row with a version column, written by compare-and-set: no acknowledged increment is lost";
-    case ResourceKind::job_queue:
-      return "a scheduler leader's queue: no period's job enqueued twice";
-  }
-  return "";
-}
-
-}  // namespace
-
 int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<std::string>& ps_in,
                const std::string& format, bool by_resource) {
   validate_protocols(ps_in);

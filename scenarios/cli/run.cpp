@@ -134,8 +134,15 @@ int cmd_list() {
     }
     for (const Variant& v : proto->variants()) fmt::print("  {:<14}   variant {}: {}\n", "", v.name, v.doc);
   }
-  fmt::print("\nresource (store) variants:\n");
-  for (const Variant& v : resource_variants()) fmt::print("  {:<22} {}\n", v.name, v.doc);
+  fmt::print(
+      "\nresource kinds ([resource] kind = ...), the property each is judged by, and their variants:\n");
+  for (const ResourceKind k :
+       {ResourceKind::store, ResourceKind::checkpoint_table, ResourceKind::external_api,
+        ResourceKind::cas_row, ResourceKind::job_queue, ResourceKind::object_store}) {
+    const std::vector<Variant> vs = resource_variants(k);
+    fmt::print("  {:<18} {}{}\n", to_string(k), resource_property(k), vs.empty() ? " (no variants)" : "");
+    for (const Variant& v : vs) fmt::print("  {:<22}   variant {}: {}\n", "", v.name, v.doc);
+  }
   return kOk;
 }
 

@@ -41,9 +41,13 @@ constexpr FieldDoc kResourceFields[] = {
     {"key", "string", "\"data\"", "the key the clients write"},
     {"mode", "\"auto\" | \"unfenced\" | \"fenced\"", "\"auto\"",
      "auto: fenced iff the protocol sends tokens; otherwise forced"},
-    {"kind", "\"store\" | \"checkpoint-table\" | \"external-api\" | \"cas-row\" | \"job-queue\"", "\"store\"",
+    {"kind",
+     "\"store\" | \"checkpoint-table\" | \"external-api\" | \"cas-row\" | \"job-queue\" | \"object-store\"",
+     "\"store\"",
      "what the resource is: a key-value store, the shard_checkpoint table, a payment API that "
-     "cannot check tokens, a row with a version column, a job queue (docs/safety.md)"},
+     "cannot check tokens, a row with a version column, a job queue, an object store whose manifest commits "
+     "batches "
+     "(docs/safety.md)"},
     {"idempotency_keys", "bool", "false",
      "external-api: the clients send an idempotency key per logical job (job-<key>-<job>)"},
     {"idempotency_retention", "duration > 0", "\"24h\"",
@@ -160,7 +164,8 @@ Scenario Loader::load(const toml::table& root_table) {
                                                     {"checkpoint-table", ResourceKind::checkpoint_table},
                                                     {"external-api", ResourceKind::external_api},
                                                     {"cas-row", ResourceKind::cas_row},
-                                                    {"job-queue", ResourceKind::job_queue}});
+                                                    {"job-queue", ResourceKind::job_queue},
+                                                    {"object-store", ResourceKind::object_store}});
     if (auto v = str(*r, "variant", true)) s.resource_variant = *v;
     for (const char* k : {"idempotency_keys", "idempotency_retention"})
       if (r->has(k) && s.resource_kind != ResourceKind::external_api)
@@ -229,8 +234,8 @@ void Loader::kind_fields(const Tab& r, Scenario& s) const {
   for (const auto& [field, kind] : owners) {
     if (r.has(field) && s.resource_kind != kind)
       fail_at(r, field,
-              fmt::format("'{}' is a field of kind = \"{}\"; this resource is a {}", field, to_string(kind),
-                          to_string(s.resource_kind)));
+              fmt::format("'{}' is a field of kind = \"{}\"; this resource is kind = \"{}\"", field,
+                          to_string(kind), to_string(s.resource_kind)));
   }
   if (auto v = integer(r, "max_retries", 0, 1000)) s.cas_max_retries = static_cast<std::uint32_t>(*v);
   if (auto v = duration(r, "period", Sign::positive)) s.job_period = *v;

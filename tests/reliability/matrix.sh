@@ -53,4 +53,14 @@ rc=$?
 "$bin" matrix --by-resource --format html kleppmann-gc-pause >/dev/null 2>&1
 rc=$?
 [ $rc -eq 2 ] || fail "an unknown format gave exit $rc (want 2)"
+
+# `locksim list` names every kind a scenario may declare, with the property its matrix table is headed by.
+listed=$("$bin" list 2>&1)
+tables=$("$bin" matrix --by-resource 2>/dev/null)
+for k in store checkpoint-table object-store external-api cas-row job-queue; do
+  head_line=$(printf '%s\n' "$tables" | sed -n "s/^resource $k: //p")
+  [ -n "$head_line" ] || fail "no matrix table for kind $k"
+  printf '%s\n' "$listed" | grep -qF "  $k" || fail "locksim list does not name kind $k"
+  [ -z "$head_line" ] || printf '%s\n' "$listed" | grep -qF "$head_line" || fail "locksim list does not give $k's property"
+done
 exit $failed
