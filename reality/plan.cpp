@@ -130,6 +130,13 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
   if (!cfg.variant.empty()) return fmt::format("the variant '{}' is not run for real", cfg.variant);
   if (!cfg.node_settings.empty())
     return std::string("per-node persistence ([[node]]) is not run for real yet");
+  if (sc.resource_kind != ResourceKind::store)
+    return fmt::format(
+        "a resource of kind {} is not run for real: the real resource is locksim's store server",
+        to_string(sc.resource_kind));
+  if (!sc.more_resources.empty())
+    return std::string(
+        "several resources are not run for real: the real resource is one locksim store server");
   if (!sc.resource_variant.empty())
     return fmt::format("the store variant '{}' is not run for real", sc.resource_variant);
   const LinkOptions& d = sc.network.defaults;

@@ -42,6 +42,14 @@ std::string no_anomaly(ResourceKind kind) {
   return "";
 }
 
+/// The same for every resource of the run, each named when there are several.
+std::string no_anomalies(const RunOutput& run) {
+  if (run.more_resources.empty()) return no_anomaly(run.resource_kind);
+  std::string out = run.resource + ": " + no_anomaly(run.resource_kind);
+  for (const RunOutput::MoreResource& m : run.more_resources) out += " " + m.name + ": " + no_anomaly(m.kind);
+  return out;
+}
+
 /// The words the picture puts on an anomaly: a tag for it and a label for each of its two writes.
 struct AnomalyLabels {
   std::string title, earlier, later;
@@ -149,10 +157,15 @@ class ModelBuilder {
     };
     for (const auto& c : run.clients) add_lane(c, "client");
     for (const auto& s : run.servers) add_lane(s, "server");
-    add_lane(run.resource, "store");
-    // A resource of another kind says what it is on its lane (report.js shows the label).
-    if (run.resource_kind != ResourceKind::store && lane_of_.count(run.resource))
-      lanes_[lane_of_[run.resource]]["label"] = fmt::format("resource ({})", to_string(run.resource_kind));
+    // Each resource its own lane; one of another kind than the store says what it is (report.js shows the
+    // label).
+    auto add_resource = [&](const std::string& name, ResourceKind kind) {
+      add_lane(name, "store");
+      if (kind != ResourceKind::store && lane_of_.count(name))
+        lanes_[lane_of_[name]]["label"] = fmt::format("resource ({})", to_string(kind));
+    };
+    add_resource(run.resource, run.resource_kind);
+    for (const RunOutput::MoreResource& m : run.more_resources) add_resource(m.name, m.kind);
     for (const auto& p : run.process_names) add_lane(p, "other");
     by_lane_.resize(lanes_.size());
     for (std::size_t i = 0; i < run.trace.size(); ++i) {
@@ -370,9 +383,16 @@ json build_model(const RunOutput& run, const Scenario& sc) {
   }
 
   // Writes: client (sent) → store (arrived), judged there.
-  const int store = mb.lane(run.resource);
+  // Each write goes to the lane of the resource whose log holds it (the first resource's if none does).
+  std::map<std::uint64_t, std::string> write_resource;
+  for (const ResourceEntry& e : h.resource_log)
+    if (e.op != ResourceEntry::Op::read && e.request < h.writes.size())
+      write_resource.emplace(e.request, e.resource);
   json writes = json::array();
   for (const WriteRecord& w : h.writes) {
+    const auto wr = write_resource.find(w.id);
+    const std::string& target = wr == write_resource.end() ? run.resource : wr->second;
+    const int store = mb.lane(target);
     const int l = mb.lane(w.client);
     if (l < 0 || store < 0) continue;
     const std::uint64_t epoch = judged && w.grant < ng ? c.epoch_of_grant[w.grant] : 0;
@@ -387,7 +407,7 @@ json build_model(const RunOutput& run, const Scenario& sc) {
     jw["accepted"] = w.accepted;
     jw["arrived"] = w.arrived != kTimeMax;
     jw["e0"] = mb.fact(l, w.sent, "write", "write sent", what);
-    const bool api = run.resource_kind == ResourceKind::external_api;
+    const bool api = run.kind_of(target) == ResourceKind::external_api;
     jw["e1"] = mb.fact(store, std::min(w.arrived, end), "write",
                        w.arrived == kTimeMax ? "never arrived"
                        : w.accepted          ? (api ? "PERFORMED" : "ACCEPTED")
@@ -469,12 +489,16 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
                             : "object store (manifest without If-Match)")
           : fmt::format("{} {}", run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
                         to_string(run.resource_kind));
+  std::string all_resources = resource;
+  for (const RunOutput::MoreResource& m : run.more_resources)
+    all_resources += fmt::format(" · {} {} ({})", m.mode == ResourceMode::fenced ? "fenced" : "unfenced",
+                                 to_string(m.kind), m.name);
   o += fmt::format(
       "<span class=\"meta\">protocol <b>{}</b> · {} · seed {} · {} events · simulated {} s · trace "
       "{:016x}{}"
       "</span>",
-      esc(run.protocol), esc(resource), run.seed, run.events, format_seconds(run.run.end, 3), run.trace_hash,
-      esc(expect));
+      esc(run.protocol), esc(all_resources), run.seed, run.events, format_seconds(run.run.end, 3),
+      run.trace_hash, esc(expect));
   o += "</header>\n";
   o += "<div class=\"controls\"><button id=\"zoom-out\" title=\"zoom out\">−</button>"
        "<button id=\"zoom-in\" title=\"zoom in\">+</button><button id=\"zoom-fit\">fit</button>"
@@ -542,8 +566,8 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
   // Story and legend.
   o += "<div class=\"panels\"><section class=\"story\">";
   if (safe) {
-    o += "<div class=\"verdict-ok\"><h2>What happened</h2><p>No anomaly: " +
-         esc(no_anomaly(run.resource_kind)) + "</p></div>";
+    o += "<div class=\"verdict-ok\"><h2>What happened</h2><p>No anomaly: " + esc(no_anomalies(run)) +
+         "</p></div>";
   } else {
     o += "<div class=\"verdict-bad\"><h2>What happened</h2>";
     const std::string st = story(run);

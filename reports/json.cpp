@@ -85,6 +85,7 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
     ordered_json jv;
     jv["kind"] = v.kind;
     jv["key"] = v.key;
+    if (!run.more_resources.empty() && !v.resource.empty()) jv["resource"] = v.resource;
     jv["time_ns"] = v.time.count();
     ordered_json ws = ordered_json::array();
     if (v.earlier.valid()) ws.push_back(write_json(run, v.earlier));
@@ -100,18 +101,15 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   ordered_json kinds = ordered_json::object();
   for (const char* k : {kStaleWriteAccepted, kLostUpdate, kTokenRegression, kFreshWriteRejected})
     kinds[k] = run.check.count(k);
-  if (run.resource_kind == ResourceKind::checkpoint_table)
+  if (run.has_kind(ResourceKind::checkpoint_table))
     for (const char* k : {kCheckpointRewind, kDuplicateProcessing}) kinds[k] = run.check.count(k);
-  if (run.resource_kind == ResourceKind::object_store)
-    kinds[kStaleManifest] = run.check.count(kStaleManifest);
-  if (run.resource_kind == ResourceKind::external_api)
-    kinds[kDuplicateEffect] = run.check.count(kDuplicateEffect);
-  if (run.resource_kind == ResourceKind::job_queue)
-    kinds[kDuplicateEnqueue] = run.check.count(kDuplicateEnqueue);
+  if (run.has_kind(ResourceKind::object_store)) kinds[kStaleManifest] = run.check.count(kStaleManifest);
+  if (run.has_kind(ResourceKind::external_api)) kinds[kDuplicateEffect] = run.check.count(kDuplicateEffect);
+  if (run.has_kind(ResourceKind::job_queue)) kinds[kDuplicateEnqueue] = run.check.count(kDuplicateEnqueue);
   for (const auto& [k, n] : run.check.anomaly_counts)
     if (!kinds.contains(k)) kinds[k] = n;
   j["anomalies"] = kinds;
-  if (run.resource_kind == ResourceKind::external_api) {
+  if (run.has_kind(ResourceKind::external_api)) {
     ordered_json missing = ordered_json::array();
     for (const CheckResult::MissingEffect& m : run.check.missing) {
       ordered_json jm;
@@ -137,13 +135,24 @@ std::string json_report(const RunOutput& run, const Scenario& sc) {
   j["resource_mode"] = run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced";
   if (run.resource_kind != ResourceKind::store)
     j["resource_kind"] = std::string(to_string(run.resource_kind));
-  if (run.resource_kind == ResourceKind::cas_row)  // beside the verdict: what the version check cost
+  if (!run.more_resources.empty()) {  // several resources: each by name, the first included
+    ordered_json rs = ordered_json::array();
+    rs.push_back({{"name", run.resource},
+                  {"kind", std::string(to_string(run.resource_kind))},
+                  {"mode", run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced"}});
+    for (const RunOutput::MoreResource& m : run.more_resources)
+      rs.push_back({{"name", m.name},
+                    {"kind", std::string(to_string(m.kind))},
+                    {"mode", m.mode == ResourceMode::fenced ? "fenced" : "unfenced"}});
+    j["resources"] = rs;
+  }
+  if (run.has_kind(ResourceKind::cas_row))  // beside the verdict: what the version check cost
     j["cas_row"] = {{"statements", run.check.cas.statements},
                     {"applied", run.check.cas.applied},
                     {"conflicts", run.check.cas.conflicts},
                     {"retries", run.check.cas.retries},
                     {"gave_up", run.check.cas.gave_up}};
-  if (run.resource_kind == ResourceKind::job_queue)
+  if (run.has_kind(ResourceKind::job_queue))
     j["job_queue"] = {{"enqueues", run.check.queue.enqueues},
                       {"accepted", run.check.queue.accepted},
                       {"refused", run.check.queue.refused},

@@ -24,6 +24,8 @@ std::string checkpoint_story(const RunOutput& run, const Violation& v);
 /// What the resource refused, one line each (CheckResult::refused), beside the verdict: the checkpoint
 /// statements the table refused, or the object store's failed manifest writes.
 std::vector<std::string> refusal_lines(const RunOutput& run);
+/// The kind of resource whose log holds a refused write (a scenario may have several resources).
+ResourceKind refusal_kind(const RunOutput& run, const CheckResult::Refusal& f);
 /// The object store's anomaly (stale-manifest) in its own words.
 std::string object_store_story(const RunOutput& run, const Violation& v);
 /// The object store's refused manifest writes (If-Match failed), one line each.

@@ -231,7 +231,7 @@ std::string rejected_story(const RunOutput& run, const std::map<std::string, std
 
 std::string anomaly_story(const RunOutput& run, const Violation& v) {
   const auto pauses = pauses_of(run);
-  if (v.kind == kLostUpdate && run.resource_kind == ResourceKind::cas_row) return cas_row_story(run, v);
+  if (v.kind == kLostUpdate && run.kind_of(v.resource) == ResourceKind::cas_row) return cas_row_story(run, v);
   if (v.kind == kDuplicateEnqueue) return job_queue_story(run, v);
   if (v.kind == kLostUpdate) return lost_story(run, pauses, v);
   if (v.kind == kTokenRegression) return regression_story(run, v);

@@ -80,11 +80,16 @@ std::string checkpoint_story(const RunOutput& run, const Violation& v) {
   return s;
 }
 
+ResourceKind refusal_kind(const RunOutput& run, const CheckResult::Refusal& f) {
+  const auto& log = run.history.resource_log;
+  return f.write.seq < log.size() ? log[f.write.seq].kind : run.resource_kind;
+}
+
 std::vector<std::string> refusal_lines(const RunOutput& run) {
-  if (run.resource_kind == ResourceKind::object_store) return object_store_refusal_lines(run);
-  if (run.resource_kind == ResourceKind::job_queue) return queue_refusal_lines(run);
-  std::vector<std::string> out;
+  std::vector<std::string> out = object_store_refusal_lines(run);
+  for (std::string& l : queue_refusal_lines(run)) out.push_back(std::move(l));
   for (const CheckResult::Refusal& f : run.check.refused) {
+    if (refusal_kind(run, f) != ResourceKind::checkpoint_table) continue;
     out.push_back(fmt::format("refused checkpoint: {}'s offset {} of shard {} at {} (epoch {}, {}): {}{}",
                               f.write.client, run.history.writes.at(f.write.write).value, f.key,
                               secs(f.write.arrived), f.write.epoch, tok(f.write.token), f.reason,

@@ -41,12 +41,13 @@ std::uint64_t read_version(const RunOutput& run, const WriteRef& w) {
   return w.seq < run.history.resource_log.size() ? run.history.resource_log[w.seq].version : 0;
 }
 /// The version row `key` of `resource` held just before log entry `seq`: the applied statements before it.
-std::uint64_t version_before(const RunOutput& run, const std::string& key, std::uint64_t seq) {
+std::uint64_t version_before(const RunOutput& run, const std::string& resource, const std::string& key,
+                             std::uint64_t seq) {
   std::uint64_t n = 0;
   for (const ResourceEntry& e : run.history.resource_log) {
     if (e.seq >= seq) break;
     if (e.kind == ResourceKind::cas_row && e.op == ResourceEntry::Op::write && e.applied &&
-        e.resource == run.resource && e.key == key)
+        e.resource == resource && e.key == key)
       ++n;
   }
   return n;
@@ -61,7 +62,7 @@ std::string cas_row_story(const RunOutput& run, const Violation& v) {
   std::string s;
   if (v.earlier.valid()) {
     const WriteRecord& lost = h.writes.at(v.earlier.write);
-    const std::uint64_t held = version_before(run, v.key, v.later.seq);
+    const std::uint64_t held = version_before(run, v.resource, v.key, v.later.seq);
     s = fmt::format(
         "Row '{}' lost {}'s increment: {} wrote value {} computed from version {}, but the row held version "
         "{} "
@@ -97,6 +98,7 @@ std::string job_queue_story(const RunOutput& run, const Violation& v) {
 std::vector<std::string> queue_refusal_lines(const RunOutput& run) {
   std::vector<std::string> out;
   for (const CheckResult::Refusal& f : run.check.refused) {
+    if (refusal_kind(run, f) != ResourceKind::job_queue) continue;
     out.push_back(fmt::format("refused enqueue: {}'s job {} at {} (epoch {}, {}): {}{}", f.write.client,
                               f.key, secs(f.write.arrived), f.write.epoch, tok(f.write.token), f.reason,
                               f.newest ? " — the newest holder's own enqueue" : ""));
@@ -106,20 +108,31 @@ std::vector<std::string> queue_refusal_lines(const RunOutput& run) {
 
 std::vector<std::string> resource_figure_lines(const RunOutput& run) {
   const CheckResult& c = run.check;
+  // The names of the run's resources of kind `k`, quoted, in file order.
+  auto named = [&](ResourceKind k) {
+    std::string out;
+    auto add = [&](const std::string& n) { out += (out.empty() ? "" : ", ") + n; };
+    if (run.resource_kind == k) add(run.resource);
+    for (const RunOutput::MoreResource& m : run.more_resources)
+      if (m.kind == k) add(m.name);
+    return out;
+  };
   std::string rows;  // the rows the log names, in log order
   for (const ResourceEntry& e : run.history.resource_log)
     if (e.kind == ResourceKind::cas_row && rows.find("'" + e.key + "'") == std::string::npos)
       rows += (rows.empty() ? "" : ", ") + ("'" + e.key + "'");
-  if (run.resource_kind == ResourceKind::cas_row)
-    return {
+  std::vector<std::string> out;
+  if (run.has_kind(ResourceKind::cas_row))
+    out.push_back(
         fmt::format("cas-row {}, row {}: {} UPDATE statements, {} applied, {} conflicts (zero rows updated); "
                     "{} retries after a conflict, {} updates given up",
-                    run.resource, rows.empty() ? "none" : rows, c.cas.statements, c.cas.applied,
-                    c.cas.conflicts, c.cas.retries, c.cas.gave_up)};
-  if (run.resource_kind == ResourceKind::job_queue)
-    return {fmt::format("job queue '{}': {} enqueues, {} accepted, {} refused", run.resource,
-                        c.queue.enqueues, c.queue.accepted, c.queue.refused)};
-  return {};
+                    named(ResourceKind::cas_row), rows.empty() ? "none" : rows, c.cas.statements,
+                    c.cas.applied, c.cas.conflicts, c.cas.retries, c.cas.gave_up));
+  if (run.has_kind(ResourceKind::job_queue))
+    out.push_back(fmt::format("job queue '{}': {} enqueues, {} accepted, {} refused",
+                              named(ResourceKind::job_queue), c.queue.enqueues, c.queue.accepted,
+                              c.queue.refused));
+  return out;
 }
 
 }  // namespace locksim

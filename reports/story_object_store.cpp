@@ -50,6 +50,7 @@ std::string object_store_story(const RunOutput& run, const Violation& v) {
 std::vector<std::string> object_store_refusal_lines(const RunOutput& run) {
   std::vector<std::string> out;
   for (const CheckResult::Refusal& f : run.check.refused) {
+    if (refusal_kind(run, f) != ResourceKind::object_store) continue;
     out.push_back(fmt::format("refused manifest write: {}'s commit of {} at {} ({}): {}{}", f.write.client,
                               f.key, secs(f.write.arrived), tok(f.write.token), f.reason,
                               f.newest ? " — the newest holder's own commit" : ""));

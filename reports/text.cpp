@@ -43,13 +43,20 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
   out += fmt::format("{} — {}\n", paint(col, "1", sc.name), sc.title);
   if (!sc.source.empty()) out += fmt::format("source: {}\n", sc.source);
   // A cas-row compares versions, not tokens: it has no fenced or unfenced mode to name.
-  const std::string resource =
-      run.resource_kind == ResourceKind::cas_row ? "cas-row (version column)"
-      : run.resource_kind == ResourceKind::object_store
-          ? (run.resource_mode == ResourceMode::fenced ? "object-store (manifest written with If-Match)"
-                                                       : "object-store (manifest written without If-Match)")
-          : fmt::format("{} {}", run.resource_mode == ResourceMode::fenced ? "fenced" : "unfenced",
-                        to_string(run.resource_kind));
+  auto label = [](ResourceKind kind, ResourceMode mode) {
+    return kind == ResourceKind::cas_row ? std::string("cas-row (version column)")
+           : kind == ResourceKind::object_store
+               ? std::string(mode == ResourceMode::fenced
+                                 ? "object-store (manifest written with If-Match)"
+                                 : "object-store (manifest written without If-Match)")
+               : fmt::format("{} {}", mode == ResourceMode::fenced ? "fenced" : "unfenced", to_string(kind));
+  };
+  std::string resource = label(run.resource_kind, run.resource_mode);
+  if (!run.more_resources.empty()) {  // several: each by its name
+    resource = fmt::format("{} {}", run.resource, resource);
+    for (const RunOutput::MoreResource& m : run.more_resources)
+      resource += fmt::format(", {} {}", m.name, label(m.kind, m.mode));
+  }
   out += fmt::format("protocol: {}   resource: {}   seed: {}\n\n", run.protocol, resource, run.seed);
 
   out += timeline(run, style);

@@ -375,29 +375,40 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   History& history = out.history;
   LazyServices declared(sc);
   ServiceInfo service = build_service(*protocol, world, cfg, history);
-  const ResourceOptions resource_opts{out.resource_mode, sc.resource_variant};
-  ProcId resource{};
-  switch (sc.resource_kind) {
-    case ResourceKind::checkpoint_table:
-      resource = spawn_checkpoint_table(world, sc.resource_name, resource_opts, history);
-      break;
-    case ResourceKind::object_store:
-      resource = spawn_object_store(world, sc.resource_name, resource_opts, history);
-      break;
-    case ResourceKind::external_api:
-      resource =
-          spawn_external_api(world, sc.resource_name, ExternalApiOptions{sc.idempotency_retention}, history);
-      break;
-    case ResourceKind::cas_row:
-      resource = spawn_cas_row(world, sc.resource_name, resource_opts, history);
-      break;
-    case ResourceKind::job_queue:
-      resource = spawn_job_queue(world, sc.resource_name, resource_opts, history);
-      break;
-    case ResourceKind::store:
-      resource = spawn_resource(world, sc.resource_name, resource_opts, history);
-      break;
-  }
+  auto mode_of = [&](const ResourceSpec& r) {
+    if (r.kind == ResourceKind::external_api) return ResourceMode::unfenced;  // it cannot check a token
+    return r.mode.value_or(protocol->fenced() ? ResourceMode::fenced : ResourceMode::unfenced);
+  };
+  auto spawn_kind = [&](const ResourceSpec& r) -> ProcId {
+    const ResourceOptions opts{mode_of(r), r.variant};
+    switch (r.kind) {
+      case ResourceKind::checkpoint_table:
+        return spawn_checkpoint_table(world, r.name, opts, history);
+      case ResourceKind::object_store:
+        return spawn_object_store(world, r.name, opts, history);
+      case ResourceKind::external_api:
+        return spawn_external_api(world, r.name, ExternalApiOptions{r.idempotency_retention}, history);
+      case ResourceKind::cas_row:
+        return spawn_cas_row(world, r.name, opts, history);
+      case ResourceKind::job_queue:
+        return spawn_job_queue(world, r.name, opts, history);
+      case ResourceKind::store:
+        break;
+    }
+    return spawn_resource(world, r.name, opts, history);
+  };
+  ProcId resource = spawn_kind(sc.first_resource());
+  std::vector<ResourceTarget> more;
+  for (const ResourceSpec& r : sc.more_resources)
+    more.push_back(ResourceTarget{.name = r.name,
+                                  .resource = spawn_kind(r),
+                                  .kind = r.kind,
+                                  .mode = mode_of(r),
+                                  .idempotency_keys = r.idempotency_keys,
+                                  .key = r.key,
+                                  .cas_max_retries = r.cas_max_retries,
+                                  .job_period = r.job_period,
+                                  .job_name = r.job_name});
   if (const std::string own = protocol->resource_process(cfg);
       !own.empty() && sc.resource_kind == ResourceKind::store)
     resource = world.find(own);
@@ -416,6 +427,8 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   env.cas_max_retries = sc.cas_max_retries;
   env.job_period = sc.job_period;
   env.job_name = sc.job_name;
+  env.resource_name = sc.resource_name;
+  env.more_resources = std::move(more);
   for (const ClientSpec& c : sc.clients) {
     WorkloadEnv e = env;
     if (!c.protocol.empty()) {  // the client's own settings; the servers keep the shared config
@@ -561,6 +574,8 @@ RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, con
   for (ProcId p : service.servers) out.servers.push_back(world.name(p));
   out.resource = sc.resource_name;
   out.resource_kind = sc.resource_kind;
+  for (const ResourceTarget& t : env.more_resources)
+    out.more_resources.push_back(RunOutput::MoreResource{t.name, t.kind, t.mode});
   return out;
 }
 

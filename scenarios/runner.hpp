@@ -37,6 +37,26 @@ struct RunOutput {
   std::vector<std::string> servers;        ///< the protocol's service processes
   std::vector<std::string> clients;
   std::string resource;
+  /// The resources after the first (Scenario::more_resources), as this run spawned them.
+  struct MoreResource {
+    std::string name;
+    ResourceKind kind = ResourceKind::store;
+    ResourceMode mode = ResourceMode::unfenced;
+  };
+  std::vector<MoreResource> more_resources;
+  /// The kind of the resource named `name` (the first's when no other has that name).
+  ResourceKind kind_of(const std::string& name) const {
+    for (const MoreResource& m : more_resources)
+      if (m.name == name) return m.kind;
+    return resource_kind;
+  }
+  /// Whether any of the run's resources is of kind `k`.
+  bool has_kind(ResourceKind k) const {
+    if (resource_kind == k) return true;
+    for (const MoreResource& m : more_resources)
+      if (m.kind == k) return true;
+    return false;
+  }
   std::vector<Fault> faults;  ///< the fault plan as resolved
   /// Per entry of `faults`: its index in Scenario::faults (faults that do not apply to this world are left
   /// out of `faults`), the firings that took effect, and the durations drawn from its distribution.

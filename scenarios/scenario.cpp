@@ -9,6 +9,38 @@ std::string_view to_string(Verdict v) {
   return v == Verdict::safe ? "safe" : "unsafe";
 }
 
+ResourceSpec Scenario::first_resource() const {
+  return ResourceSpec{.name = resource_name,
+                      .key = resource_key,
+                      .mode = resource_mode,
+                      .variant = resource_variant,
+                      .kind = resource_kind,
+                      .idempotency_keys = idempotency_keys,
+                      .idempotency_retention = idempotency_retention,
+                      .cas_max_retries = cas_max_retries,
+                      .job_period = job_period,
+                      .job_name = job_name};
+}
+
+std::vector<ResourceSpec> Scenario::all_resources() const {
+  std::vector<ResourceSpec> out{first_resource()};
+  out.insert(out.end(), more_resources.begin(), more_resources.end());
+  return out;
+}
+
+void Scenario::set_first_resource(const ResourceSpec& r) {
+  resource_name = r.name;
+  resource_key = r.key;
+  resource_mode = r.mode;
+  resource_variant = r.variant;
+  resource_kind = r.kind;
+  idempotency_keys = r.idempotency_keys;
+  idempotency_retention = r.idempotency_retention;
+  cas_max_retries = r.cas_max_retries;
+  job_period = r.job_period;
+  job_name = r.job_name;
+}
+
 InputError::InputError(std::string file_, std::uint32_t line_, std::string field_, std::string what)
     : std::runtime_error(line_ > 0 ? fmt::format("{}:{}: {}: {}", file_, line_, field_, what)
                                    : fmt::format("{}: {}: {}", file_, field_, what)),

@@ -47,6 +47,8 @@ struct ClientStep {
   std::string note;
   std::vector<ClientStep> steps;  ///< repeat, loop: the block
   std::uint32_t line = 0;         ///< source line, for messages
+  /// read, write, increment: the resource it acts on, by name ({ write = "mailer" }); empty: the first.
+  std::string resource;
 };
 
 std::string_view to_string(ClientStep::Kind k);
@@ -159,6 +161,22 @@ struct Expectation {
   std::string describe() const;
 };
 
+/// One protected resource: a `[resource]` table, or one of the `[[resource]]` tables of a scenario with
+/// several. Scenario keeps the first one's fields as its own (resource_name, resource_kind...); the others
+/// are Scenario::more_resources.
+struct ResourceSpec {
+  std::string name = "store";
+  std::string key = "data";
+  std::optional<ResourceMode> mode;  ///< nothing: "auto", fenced iff the protocol is
+  std::string variant;
+  ResourceKind kind = ResourceKind::store;
+  bool idempotency_keys = false;
+  Duration idempotency_retention{std::chrono::hours(24)};
+  std::uint32_t cas_max_retries = 5;
+  Duration job_period{std::chrono::seconds(5)};
+  std::string job_name = "report";
+};
+
 struct Scenario {
   std::string name;     ///< catalog name, e.g. "kleppmann-gc-pause"
   std::string title;    ///< one line
@@ -189,6 +207,13 @@ struct Scenario {
   /// "<job>-<hh:mm:ss of the period's start>".
   Duration job_period{5s};
   std::string job_name = "report";
+  /// The protected resources after the first, in file order ([[resource]]): each a process of its own,
+  /// which a client's read and write steps name ({ write = "mailer" }); judged each by its kind's property.
+  std::vector<ResourceSpec> more_resources;
+  /// The first resource as a ResourceSpec, and every resource in file order.
+  ResourceSpec first_resource() const;
+  std::vector<ResourceSpec> all_resources() const;
+  void set_first_resource(const ResourceSpec& r);
 
   ProtocolConfig config;                               ///< parameters for every protocol
   std::map<std::string, ProtocolConfig> per_protocol;  ///< complete configs for protocols that override some

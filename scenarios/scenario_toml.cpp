@@ -179,6 +179,7 @@ std::string steps_text(const std::vector<ClientStep>& steps) {
       default:
         t = fmt::format("step = {}", q(std::string(to_string(st.kind))));
     }
+    if (!st.resource.empty()) t += fmt::format(", resource = {}", q(st.resource));
     if (!st.note.empty()) t += fmt::format(", note = {}", q(st.note));
     out.push_back("{ " + t + " }");
   }
@@ -365,20 +366,22 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
   s += fmt::format("\n[limits]\nmax_time = {}\nmax_events = {}\nmax_mailbox = {}\n", dur(sc.max_time),
                    sc.max_events, sc.max_mailbox);
   s += fmt::format("\n[lock]\nkey = {}\nttl = {}\n", q(sc.lock_key), dur(sc.config.ttl));
-  s += fmt::format("\n[resource]\nname = {}\nkey = {}\nmode = \"{}\"\nvariant = {}\n", q(sc.resource_name),
-                   q(sc.resource_key),
-                   !sc.resource_mode                           ? "auto"
-                   : *sc.resource_mode == ResourceMode::fenced ? "fenced"
-                                                               : "unfenced",
-                   q(sc.resource_variant));
-  if (sc.resource_kind != ResourceKind::store)
-    s += fmt::format("kind = \"{}\"\n", to_string(sc.resource_kind));
-  if (sc.resource_kind == ResourceKind::external_api)
-    s += fmt::format("idempotency_keys = {}\nidempotency_retention = {}\n", sc.idempotency_keys,
-                     dur(sc.idempotency_retention));
-  if (sc.resource_kind == ResourceKind::cas_row) s += fmt::format("max_retries = {}\n", sc.cas_max_retries);
-  if (sc.resource_kind == ResourceKind::job_queue)
-    s += fmt::format("period = {}\njob = {}\n", dur(sc.job_period), q(sc.job_name));
+  // [resource], or [[resource]] once per resource when there are several.
+  const char* header = sc.more_resources.empty() ? "\n[resource]\n" : "\n[[resource]]\n";
+  for (const ResourceSpec& r : sc.all_resources()) {
+    s += fmt::format("{}name = {}\nkey = {}\nmode = \"{}\"\nvariant = {}\n", header, q(r.name), q(r.key),
+                     !r.mode                           ? "auto"
+                     : *r.mode == ResourceMode::fenced ? "fenced"
+                                                       : "unfenced",
+                     q(r.variant));
+    if (r.kind != ResourceKind::store) s += fmt::format("kind = \"{}\"\n", to_string(r.kind));
+    if (r.kind == ResourceKind::external_api)
+      s += fmt::format("idempotency_keys = {}\nidempotency_retention = {}\n", r.idempotency_keys,
+                       dur(r.idempotency_retention));
+    if (r.kind == ResourceKind::cas_row) s += fmt::format("max_retries = {}\n", r.cas_max_retries);
+    if (r.kind == ResourceKind::job_queue)
+      s += fmt::format("period = {}\njob = {}\n", dur(r.job_period), q(r.job_name));
+  }
 
   const ProtocolConfig defaults;
   std::string pc;

@@ -141,7 +141,11 @@ class ClientRun {
         lock_free_(!workload::acquires(program_of(spec))),
         held_(std::make_shared<Holding>()),
         guard_{env.history, env.world, std::nullopt},
-        retry_rng_(ctx.rng().stream("retry-delay")) {}
+        retry_rng_(ctx.rng().stream("retry-delay")) {
+    targets_.push_back(env);
+    for (const ResourceTarget& t : env.more_resources) targets_.push_back(env.on(t));
+    rholds_.resize(targets_.size());
+  }
 
   void run(const std::vector<ClientStep>& program) {
     block(program);
@@ -166,6 +170,13 @@ class ClientRun {
   Time true_time(Time local) const { return w_.clock(ctx_.self()).true_time_at(local); }
   std::string valid_for() const { return format_seconds(held_->grant->valid_until - ctx_.now(), 3) + "s"; }
 
+  /// The index of the resource step `s` acts on (0: the first, the default).
+  std::size_t target_of(const ClientStep& s) const {
+    for (std::size_t i = 1; i < targets_.size(); ++i)
+      if (targets_[i].resource_name == s.resource) return i;
+    return 0;
+  }
+
   Flow one(const ClientStep& s) {
     // node-redlock's routine checks its AbortSignal between statements: a renewal that failed for good stops
     // the holder here, before its next step.
@@ -182,12 +193,15 @@ class ClientRun {
       case ClientStep::Kind::acquire:
         return acquire();
       case ClientStep::Kind::read:
+        cur_ = target_of(s);
         read();
         break;
       case ClientStep::Kind::write:
+        cur_ = target_of(s);
         write_slot(false);
         break;
       case ClientStep::Kind::increment:
+        cur_ = target_of(s);
         write_slot(true);
         break;
       case ClientStep::Kind::work:
@@ -237,10 +251,7 @@ class ClientRun {
       ++holds_;
       writes_ = 0;
       lost_ = read_missed_ = false;
-      read_.reset();
-      next_offset_ = 1;
-      manifest_.reset();
-      kind_ = {};
+      for (ResourceHold& r : rholds_) r = {};
       checked_.reset();
       GrantRecord rec;
       rec.client = ctx_.name();
@@ -282,19 +293,21 @@ class ClientRun {
   }
 
   void read() {
-    if (env_.resource_kind == ResourceKind::object_store)
-      return after(workload::manifest_read_step(env_, ctx_, held_->gid, token(), manifest_));
-    if (env_.resource_kind == ResourceKind::external_api) {
-      const auto last = workload::read_last_job(env_, ctx_, held_->gid);
-      if (last) next_offset_ = *last + 1;
+    const WorkloadEnv& re = targets_[cur_];
+    ResourceHold& rh = rholds_[cur_];
+    if (re.resource_kind == ResourceKind::object_store)
+      return after(workload::manifest_read_step(re, ctx_, held_->gid, token(), rh.manifest));
+    if (re.resource_kind == ResourceKind::external_api) {
+      const auto last = workload::read_last_job(re, ctx_, held_->gid);
+      if (last) rh.next_offset = *last + 1;
       read_missed_ = !last;
       return;
     }
-    if (env_.resource_kind == ResourceKind::checkpoint_table) {
+    if (re.resource_kind == ResourceKind::checkpoint_table) {
       bool refused = false;
       const auto offset =
-          workload::read_checkpoint(env_, ctx_, held_->gid, fenced_ ? grant().token : std::nullopt, refused);
-      if (offset) next_offset_ = *offset + 1;
+          workload::read_checkpoint(re, ctx_, held_->gid, fenced_ ? grant().token : std::nullopt, refused);
+      if (offset) rh.next_offset = *offset + 1;
       if (refused) {
         lose("fenced out");
       } else {
@@ -302,17 +315,17 @@ class ClientRun {
       }
       return;
     }
-    if (env_.resource_kind == ResourceKind::cas_row || env_.resource_kind == ResourceKind::job_queue)
-      return after(workload::read_step(env_, ctx_, held_->gid, token(), kind_));
+    if (re.resource_kind == ResourceKind::cas_row || re.resource_kind == ResourceKind::job_queue)
+      return after(workload::read_step(re, ctx_, held_->gid, token(), rh.kind));
     ReadRecord rr;
     rr.client = ctx_.name();
     rr.grant = held_->gid;
-    rr.key = env_.resource_key;
+    rr.key = re.resource_key;
     rr.token = fenced_ ? grant().token : std::nullopt;
     rr.sent = w_.now();
     const std::uint64_t read_id = h_.add_read(rr);
-    const ReadRequest rq{env_.resource_key, rr.token, read_id};
-    auto rep = ctx_.call(env_.resource, Message::of(kReadType, rq), 5s);
+    const ReadRequest rq{re.resource_key, rr.token, read_id};
+    auto rep = ctx_.call(re.resource, Message::of(kReadType, rq), 5s);
     if (!rep || is_refusal(*rep)) {
       ctx_.note(rep ? "read-refused" : "read-timeout");
       read_missed_ = true;
@@ -338,7 +351,7 @@ class ClientRun {
       v = ec == std::errc{} && end == text.data() + text.size() ? std::optional<std::int64_t>(x)
                                                                 : std::nullopt;
     }
-    read_ = ReadResult{read_id, v};
+    rh.read = ReadResult{read_id, v};
   }
 
   /// A write or an increment: one of the hold's write slots (a slot whose read timed out is skipped, but
@@ -361,34 +374,36 @@ class ClientRun {
   }
 
   void write(std::uint32_t slot) {
+    const WorkloadEnv& re = targets_[cur_];
+    ResourceHold& rh = rholds_[cur_];
     // The last check of this hold, else now: taken before the note (a pause the note triggers falls after).
     const Time checked = checked_.value_or(w_.now());
-    if (env_.resource_kind == ResourceKind::object_store)  // batch `slot` of this hold, then the manifest
+    if (re.resource_kind == ResourceKind::object_store)  // batch `slot` of this hold, then the manifest
       return after(workload::manifest_write_step(
-          env_, ctx_, held_->gid, token(),
-          fmt::format("{}/batch-{}-{}.{}", env_.resource_key, ctx_.name(), holds_, slot), checked,
-          checked_.has_value(), manifest_));
-    if (env_.resource_kind == ResourceKind::external_api) {
-      if (workload::request_job(env_, ctx_, held_->gid, next_offset_, checked, checked_.has_value()))
-        ++next_offset_;
+          re, ctx_, held_->gid, token(),
+          fmt::format("{}/batch-{}-{}.{}", re.resource_key, ctx_.name(), holds_, slot), checked,
+          checked_.has_value(), rh.manifest));
+    if (re.resource_kind == ResourceKind::external_api) {
+      if (workload::request_job(re, ctx_, held_->gid, rh.next_offset, checked, checked_.has_value()))
+        ++rh.next_offset;
       return;
     }
-    if (env_.resource_kind == ResourceKind::checkpoint_table) {
+    if (re.resource_kind == ResourceKind::checkpoint_table) {
       const auto done =
-          workload::write_checkpoint(env_, ctx_, held_->gid, next_offset_,
+          workload::write_checkpoint(re, ctx_, held_->gid, rh.next_offset,
                                      fenced_ ? grant().token : std::nullopt, checked, checked_.has_value());
-      if (done == workload::Checkpointed::applied) ++next_offset_;
+      if (done == workload::Checkpointed::applied) ++rh.next_offset;
       if (done == workload::Checkpointed::refused) lose("fenced out");
       return;
     }
-    if (env_.resource_kind == ResourceKind::cas_row || env_.resource_kind == ResourceKind::job_queue)
+    if (re.resource_kind == ResourceKind::cas_row || re.resource_kind == ResourceKind::job_queue)
       return after(
-          workload::write_step(env_, ctx_, held_->gid, token(), checked, checked_.has_value(), kind_));
-    const std::optional<ReadResult> rd = std::exchange(read_, std::nullopt);
+          workload::write_step(re, ctx_, held_->gid, token(), checked, checked_.has_value(), rh.kind));
+    const std::optional<ReadResult> rd = std::exchange(rh.read, std::nullopt);
     WriteRecord wr;
     wr.client = ctx_.name();
     wr.grant = held_->gid;
-    wr.key = env_.resource_key;
+    wr.key = re.resource_key;
     wr.value = rd ? fmt::format("{}", rd->value.value_or(0) + 1)
                   : fmt::format("{}#{}.{}", ctx_.name(), holds_, slot);
     wr.token = fenced_ ? grant().token : std::nullopt;
@@ -402,8 +417,8 @@ class ClientRun {
     ctx_.note("write", fmt::format("value={} token={}", wr.value, token_text(wr.token)));
     // A pause the note triggered has happened by now: the write leaves the client after it.
     h_.writes[wid].sent = w_.now();
-    auto rep = ctx_.call(env_.resource,
-                         Message::of(kWriteType, WriteRequest{env_.resource_key, wr.value, wr.token, wid},
+    auto rep = ctx_.call(re.resource,
+                         Message::of(kWriteType, WriteRequest{re.resource_key, wr.value, wr.token, wid},
                                      fmt::format("token={}", token_text(wr.token))),
                          5s);
     if (rep && is_refusal(*rep)) {
@@ -484,18 +499,24 @@ class ClientRun {
   const bool lock_free_;  ///< the program never acquires (a cas-row's client without a lock)
   std::shared_ptr<Holding> held_;
   BeliefGuard guard_;
-  std::uint32_t holds_ = 0;         ///< successful acquisitions so far
-  std::uint32_t writes_ = 0;        ///< write slots reached in the current hold
-  bool lost_ = false;               ///< the current hold is lost (skip to its release)
-  bool read_missed_ = false;        ///< the last read timed out: skip through the next write
-  std::optional<ReadResult> read_;  ///< the read the next write of this hold computes from
-  std::optional<Time> checked_;     ///< the last check of the current hold
-  std::int64_t next_offset_ = 1;    ///< checkpoint table: the offset this hold checkpoints next; API: job
-  workload::KindHold kind_;         ///< cas-row, job queue: what this hold knows of the resource
-  std::optional<workload::ManifestView> manifest_;  ///< object store: the manifest as this hold saw it last
-  ProcId renewer_{};                                ///< the renewal thread, once started
-  RenewalDefaults renewal_;                         ///< its plan
-  Rng retry_rng_;  ///< draws of a retry_delay distribution (a stream of its own)
+  std::uint32_t holds_ = 0;      ///< successful acquisitions so far
+  std::uint32_t writes_ = 0;     ///< write slots reached in the current hold
+  bool lost_ = false;            ///< the current hold is lost (skip to its release)
+  bool read_missed_ = false;     ///< the last read timed out: skip through the next write
+  std::optional<Time> checked_;  ///< the last check of the current hold
+  /// What the current hold knows of each resource (index: the first, then more_resources in order).
+  struct ResourceHold {
+    std::optional<ReadResult> read;  ///< the read the next write of this hold computes from
+    std::int64_t next_offset = 1;    ///< checkpoint table: the offset this hold checkpoints next; API: job
+    workload::KindHold kind;         ///< cas-row, job queue: what this hold knows of the resource
+    std::optional<workload::ManifestView> manifest;  ///< object store: the manifest as this hold saw it
+  };
+  std::vector<WorkloadEnv> targets_;  ///< env_ acting on each resource, in the same order
+  std::vector<ResourceHold> rholds_;
+  std::size_t cur_ = 0;      ///< the resource of the step being run
+  ProcId renewer_{};         ///< the renewal thread, once started
+  RenewalDefaults renewal_;  ///< its plan
+  Rng retry_rng_;            ///< draws of a retry_delay distribution (a stream of its own)
 };
 
 }  // namespace
@@ -528,6 +549,21 @@ RenewalDefaults renewal_plan(const RenewalSpec& spec, const RenewalDefaults& def
   if (spec.retry) plan.retry = *spec.retry;
   if (spec.stop_on_failure) plan.stop_on_failure = *spec.stop_on_failure;
   return plan;
+}
+
+WorkloadEnv WorkloadEnv::on(const ResourceTarget& t) const {
+  WorkloadEnv e = *this;
+  e.more_resources.clear();
+  e.resource_name = t.name;
+  e.resource = t.resource;
+  e.resource_kind = t.kind;
+  e.resource_mode = t.mode;
+  e.idempotency_keys = t.idempotency_keys;
+  e.resource_key = t.key;
+  e.cas_max_retries = t.cas_max_retries;
+  e.job_period = t.job_period;
+  e.job_name = t.job_name;
+  return e;
 }
 
 Body client_body(const WorkloadEnv& env, const ClientSpec& spec) {

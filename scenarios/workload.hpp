@@ -18,6 +18,20 @@
 
 namespace locksim {
 
+/// One more protected resource a client's steps may name (Scenario::more_resources), as the runner spawned
+/// it.
+struct ResourceTarget {
+  std::string name;
+  ProcId resource{};
+  ResourceKind kind = ResourceKind::store;
+  ResourceMode mode = ResourceMode::unfenced;
+  bool idempotency_keys = false;
+  std::string key;
+  std::uint32_t cas_max_retries = 5;
+  Duration job_period{5s};
+  std::string job_name = "report";
+};
+
 struct WorkloadEnv {
   World* world = nullptr;
   History* history = nullptr;
@@ -37,6 +51,12 @@ struct WorkloadEnv {
   std::uint32_t cas_max_retries = 5;  ///< cas-row: Scenario::cas_max_retries
   Duration job_period{5s};            ///< job-queue: Scenario::job_period
   std::string job_name = "report";    ///< job-queue: Scenario::job_name
+  std::string resource_name;          ///< the first resource's process name
+  /// The resources after the first, which a step names ({ step = "write", resource = "mailer" }).
+  std::vector<ResourceTarget> more_resources;
+
+  /// This environment acting on resource `t` instead of the first.
+  WorkloadEnv on(const ResourceTarget& t) const;
 };
 
 /// The program the flags of `spec` describe, the loop every client ran before programs existed:

@@ -227,7 +227,11 @@ CheckResult check(const History& history) {
     return std::tie(a.time, a.kind, a.later.seq, a.grant_later.grant, a.earlier.seq) <
            std::tie(b.time, b.kind, b.later.seq, b.grant_later.grant, b.earlier.seq);
   });
-  for (const Violation& v : r.violations) ++r.anomaly_counts[v.kind];
+  for (Violation& v : r.violations) {
+    ++r.anomaly_counts[v.kind];
+    // The resource whose log holds it (a scenario may have several): the later copy's entry.
+    if (v.later.seq < history.resource_log.size()) v.resource = history.resource_log[v.later.seq].resource;
+  }
   r.safe = r.violations.empty();
   if (r.lease_near_miss) r.slack = r.lease_near_miss->margin;
   if (r.write_near_miss && (!r.slack || r.write_near_miss->margin < *r.slack))

@@ -112,8 +112,9 @@ struct Violation {
   WriteRef later;
   GrantRef grant_earlier;
   GrantRef grant_later;
-  Time time{};         ///< when it happened: the later copy's processing, or the later grant's ordering
-  std::string reason;  ///< fresh-write-rejected: the resource's reason; duplicate-effect: "job <n>"
+  Time time{};           ///< when it happened: the later copy's processing, or the later grant's ordering
+  std::string reason;    ///< fresh-write-rejected: the resource's reason; duplicate-effect: "job <n>"
+  std::string resource;  ///< the resource whose log shows it (empty: token-regression, a lock anomaly)
 };
 
 /// Lock-level overlap (reported beside the verdict, not part of it): two different clients' belief intervals

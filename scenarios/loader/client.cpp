@@ -65,6 +65,8 @@ constexpr FieldDoc kStepFields[] = {
     {"steps", "array of steps", "", "repeat, loop: the block"},
     {"note", "note name", "",
      "a note the client logs as the step begins, for a fault trigger: after = { process, note }"},
+    {"resource", "a [[resource]] name", "the first resource",
+     "read, write, increment: the resource the step acts on, where the scenario has several"},
 };
 
 /// Step names written as plain strings.
@@ -240,6 +242,17 @@ ClientStep Loader::step(const toml::node& n, const std::string& field, int depth
   if (block) {
     need(t, "steps", fmt::format("steps = [...] (the block the {} runs)", kind));
     st.steps = steps(*t.get("steps"), t.field("steps"), depth + 1, total);
+  }
+  if (auto target = str(t, "resource")) {
+    if (st.kind != K::read && st.kind != K::write && st.kind != K::increment)
+      fail_at(t, "resource",
+              fmt::format("'resource' names what a read, write or increment acts on, not a {} step",
+                          to_string(st.kind)));
+    if (std::find(resource_names_.begin(), resource_names_.end(), *target) == resource_names_.end())
+      fail_at(t, "resource",
+              fmt::format("no resource named '{}': this scenario's resources are {}{}", *target,
+                          join(resource_names_), suggestion(*target, resource_names_, "resources")));
+    if (*target != resource_names_.front()) st.resource = *target;  // the first is the default
   }
   if (auto note_name = str(t, "note")) {
     if (!valid_ident(*note_name))
@@ -445,6 +458,10 @@ void Loader::clients(const Tab& root, Scenario& s) {
       if (auto it = seen.find(one.name); it != seen.end()) {
         fail_at(c, c.has("name") ? "name" : "count",
                 fmt::format("duplicate client name '{}' (already defined at line {})", one.name, it->second));
+      }
+      if (std::find(resource_names_.begin(), resource_names_.end(), one.name) != resource_names_.end()) {
+        fail_at(c, c.has("name") ? "name" : "count",
+                fmt::format("client name '{}' is already the name of a resource", one.name));
       }
       if (process_set_.count(one.name)) {
         fail_at(c, c.has("name") ? "name" : "count",

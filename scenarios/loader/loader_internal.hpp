@@ -308,7 +308,8 @@ class Loader {
   void network(const Tab& root, Scenario& s) const;
   void clocks(const Tab& root, Scenario& s) const;
   /// [resource]'s fields that belong to one kind (max_retries; period, job).
-  void kind_fields(const Tab& r, Scenario& s) const;
+  ResourceSpec resource_table(const Tab& r) const;
+  void kind_fields(const Tab& r, ResourceSpec& s) const;
   void expect(const Tab& root, Scenario& s) const;
   Expectation expectation(const toml::node& v, const std::string& field) const;
   void variants(const Tab& root, const Scenario& s) const;
@@ -329,6 +330,7 @@ class Loader {
   std::string file_;
   std::vector<std::string> processes_;  ///< every valid process name, in a stable order
   std::set<std::string> process_set_;
+  std::vector<std::string> resource_names_;  ///< every resource, in file order (the first is the default)
   std::vector<std::string> service_summary_;  ///< every process, "redis1..redis5" style, for messages
   DeclaredServices services_;                 ///< what the protocols the file may run declare
   std::vector<std::string> protocol_names_;

@@ -250,9 +250,15 @@ void Loader::variants(const Tab& root, const Scenario& s) const {
                 ? fmt::format("unknown variant '{}': {} has no variants", *v, whose)
                 : fmt::format("unknown variant '{}' of {}{}", *v, whose, suggestion(*v, valid, "variants")));
   };
-  if (auto r = sub_table(root, "resource"))
+  if (const toml::node* rn = root.get("resource"); rn && rn->is_array()) {
+    const std::vector<Tab> rs = table_array(root, "resource");
+    const std::vector<ResourceSpec> all = s.all_resources();
+    for (std::size_t i = 0; i < rs.size() && i < all.size(); ++i)
+      check(rs[i], names_of(resource_variants(all[i].kind)), fmt::format("the {}", to_string(all[i].kind)));
+  } else if (auto r = sub_table(root, "resource")) {
     check(*r, names_of(resource_variants(s.resource_kind)),
           fmt::format("the {}", to_string(s.resource_kind)));
+  }
   if (auto p = sub_table(root, "protocol")) {
     std::vector<std::string> runs = s.protocols;
     if (runs.empty()) runs = ProtocolRegistry::instance().names();

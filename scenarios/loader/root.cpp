@@ -19,7 +19,8 @@ constexpr FieldDoc kTopFields[] = {
     {"teaches", "string", "\"\"", "one paragraph: what it teaches (catalog files must have it)"},
     {"seed", "integer 0..2^63-1", "1", "the world's seed (`--seed` overrides it)"},
     {"lock", "table", "", "the lock: [lock]"},
-    {"resource", "table", "", "the protected resource: [resource]"},
+    {"resource", "table, or array of tables", "",
+     "the protected resource: [resource]; several: [[resource]], each named"},
     {"protocol", "table", "", "parameters for every protocol: [protocol]"},
     {"protocols", "table of tables", "", "per-protocol overrides: [protocols.<name>]"},
     {"network", "table", "", "the network: [network]"},
@@ -146,35 +147,27 @@ Scenario Loader::load(const toml::table& root_table) {
     if (auto v = str(*l, "key")) s.lock_key = *v;
     if (auto v = duration(*l, "ttl", Sign::positive)) s.config.ttl = *v;
   }
-  if (auto r = sub_table(root, "resource")) {
-    only_schema(*r, "resource");
-    if (auto v = str(*r, "name")) {
-      if (!valid_ident(*v)) fail_at(*r, "name", fmt::format("'{}' is not a valid process name", *v));
-      s.resource_name = *v;
+  // [resource], or [[resource]] for several: the first is the scenario's own fields, the rest more_resources.
+  if (const toml::node* rn = root.get("resource"); rn && rn->is_array()) {
+    const std::vector<Tab> rs = table_array(root, "resource");
+    if (rs.empty())
+      fail(line_of(*rn), "resource", "an empty [[resource]] list: give one table or leave it out");
+    std::map<std::string, std::uint32_t> seen;
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      if (rs.size() > 1) need(rs[i], "name", "name = \"checkpoints\" (each of several resources is named)");
+      ResourceSpec spec = resource_table(rs[i]);
+      const std::uint32_t at = rs[i].has("name") ? line_of(*rs[i].get("name")) : rs[i].line;
+      if (auto [it, fresh] = seen.emplace(spec.name, at); !fresh)
+        fail_at(rs[i], "name",
+                fmt::format("a resource named '{}' is already declared at line {}", spec.name, it->second));
+      if (i == 0) {
+        s.set_first_resource(spec);
+      } else {
+        s.more_resources.push_back(std::move(spec));
+      }
     }
-    if (auto v = str(*r, "key")) s.resource_key = *v;
-    if (r->has("mode")) {
-      const auto m = *enumeration<int>(*r, "mode", {{"auto", 0}, {"unfenced", 1}, {"fenced", 2}});
-      if (m == 1) s.resource_mode = ResourceMode::unfenced;
-      if (m == 2) s.resource_mode = ResourceMode::fenced;
-    }
-    if (r->has("kind"))
-      s.resource_kind = *enumeration<ResourceKind>(*r, "kind",
-                                                   {{"store", ResourceKind::store},
-                                                    {"checkpoint-table", ResourceKind::checkpoint_table},
-                                                    {"external-api", ResourceKind::external_api},
-                                                    {"cas-row", ResourceKind::cas_row},
-                                                    {"job-queue", ResourceKind::job_queue},
-                                                    {"object-store", ResourceKind::object_store}});
-    if (auto v = str(*r, "variant", true)) s.resource_variant = *v;
-    for (const char* k : {"idempotency_keys", "idempotency_retention"})
-      if (r->has(k) && s.resource_kind != ResourceKind::external_api)
-        fail_at(*r, k, fmt::format("{} is a field of kind = \"external-api\" only", k));
-    if (auto v = boolean(*r, "idempotency_keys")) s.idempotency_keys = *v;
-    if (auto v = duration(*r, "idempotency_retention", Sign::positive)) s.idempotency_retention = *v;
-    if (s.resource_kind == ResourceKind::external_api && s.resource_mode == ResourceMode::fenced)
-      fail_at(*r, "mode", "an external API cannot check tokens: mode = \"fenced\" needs another kind");
-    kind_fields(*r, s);
+  } else if (auto r = sub_table(root, "resource")) {
+    s.set_first_resource(resource_table(*r));
   }
 
   if (auto p = sub_table(root, "protocol")) protocol_config(*p, s.config, false);
@@ -200,7 +193,10 @@ Scenario Loader::load(const toml::table& root_table) {
   auto add = [&](const std::string& n) {
     if (process_set_.insert(n).second) processes_.push_back(n);
   };
-  add(s.resource_name);
+  for (const ResourceSpec& r : s.all_resources()) {
+    add(r.name);
+    resource_names_.push_back(r.name);
+  }
   for (const std::string& n : services_.names) add(n);
 
   clients(root, s);
@@ -213,6 +209,7 @@ Scenario Loader::load(const toml::table& root_table) {
     service_summary_.push_back(fmt::format("{}..{}", s.clients.front().name, s.clients.back().name));
   }
   service_summary_.push_back(s.resource_name);
+  for (const ResourceSpec& r : s.more_resources) service_summary_.push_back(r.name);
   if (!services_.names.empty()) service_summary_.push_back(services_.summary());
 
   network(root, s);
@@ -226,16 +223,49 @@ Scenario Loader::load(const toml::table& root_table) {
   return s;
 }
 
-void Loader::kind_fields(const Tab& r, Scenario& s) const {
+ResourceSpec Loader::resource_table(const Tab& r) const {
+  only_schema(r, "resource");
+  ResourceSpec spec;
+  if (auto v = str(r, "name")) {
+    if (!valid_ident(*v)) fail_at(r, "name", fmt::format("'{}' is not a valid process name", *v));
+    spec.name = *v;
+  }
+  if (auto v = str(r, "key")) spec.key = *v;
+  if (r.has("mode")) {
+    const auto m = *enumeration<int>(r, "mode", {{"auto", 0}, {"unfenced", 1}, {"fenced", 2}});
+    if (m == 1) spec.mode = ResourceMode::unfenced;
+    if (m == 2) spec.mode = ResourceMode::fenced;
+  }
+  if (r.has("kind"))
+    spec.kind = *enumeration<ResourceKind>(r, "kind",
+                                           {{"store", ResourceKind::store},
+                                            {"checkpoint-table", ResourceKind::checkpoint_table},
+                                            {"external-api", ResourceKind::external_api},
+                                            {"cas-row", ResourceKind::cas_row},
+                                            {"job-queue", ResourceKind::job_queue},
+                                            {"object-store", ResourceKind::object_store}});
+  if (auto v = str(r, "variant", true)) spec.variant = *v;
+  for (const char* k : {"idempotency_keys", "idempotency_retention"})
+    if (r.has(k) && spec.kind != ResourceKind::external_api)
+      fail_at(r, k, fmt::format("{} is a field of kind = \"external-api\" only", k));
+  if (auto v = boolean(r, "idempotency_keys")) spec.idempotency_keys = *v;
+  if (auto v = duration(r, "idempotency_retention", Sign::positive)) spec.idempotency_retention = *v;
+  if (spec.kind == ResourceKind::external_api && spec.mode == ResourceMode::fenced)
+    fail_at(r, "mode", "an external API cannot check tokens: mode = \"fenced\" needs another kind");
+  kind_fields(r, spec);
+  return spec;
+}
+
+void Loader::kind_fields(const Tab& r, ResourceSpec& s) const {
   // Each field belongs to one kind: given for another, it is a mistake (a field the resource never reads).
   const std::pair<const char*, ResourceKind> owners[] = {{"max_retries", ResourceKind::cas_row},
                                                          {"period", ResourceKind::job_queue},
                                                          {"job", ResourceKind::job_queue}};
   for (const auto& [field, kind] : owners) {
-    if (r.has(field) && s.resource_kind != kind)
+    if (r.has(field) && s.kind != kind)
       fail_at(r, field,
               fmt::format("'{}' is a field of kind = \"{}\"; this resource is kind = \"{}\"", field,
-                          to_string(kind), to_string(s.resource_kind)));
+                          to_string(kind), to_string(s.kind)));
   }
   if (auto v = integer(r, "max_retries", 0, 1000)) s.cas_max_retries = static_cast<std::uint32_t>(*v);
   if (auto v = duration(r, "period", Sign::positive)) s.job_period = *v;
