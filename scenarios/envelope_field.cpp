@@ -108,13 +108,26 @@ Resolved resolve(toml::table& root, const std::string& path, bool create) {
     }
     toml::node* child = node ? node->get(s.name) : nullptr;
     walked = here;
-    if (is_array_type(type)) {
+    // [resource] may be one table or an array of them: an index, or an array in the file, makes it an array.
+    const bool either = type == "table, or array of tables";
+    if (either && s.index && child && child->is_table()) {  // [resource] as one table: resource[0] is it
+      if (*s.index != 0)
+        fail(path, fmt::format("index {} is past the end: the scenario has one [{}] table ({} or {}[0])",
+                               *s.index, s.name, here, here));
+      node = child->as_table();
+      walked = fmt::format("{}[0]", here);
+      schema = sub;
+      continue;
+    }
+    if (is_array_type(type) || (either && (s.index || (child && child->is_array())))) {
       const std::string table_name = std::string(s.name);
       if (!s.index)
         fail(path,
              fmt::format("'{}' is an array of [[{}]] tables: say which, e.g. {}[0]", here, table_name, here));
       toml::array* arr = child ? child->as_array() : nullptr;  // an array absent is an empty one
       const std::size_t n = arr ? arr->size() : 0;
+      if (either && !child)
+        fail(path, fmt::format("the scenario has no [{}] table: vary {}.FIELD (it is added)", s.name, here));
       if (*s.index >= n)
         fail(path, fmt::format("index {} is past the end: the scenario has {} [[{}]] table(s){}", *s.index, n,
                                table_name, n ? fmt::format(" ({}[0]..{}[{}])", here, here, n - 1) : ""));
@@ -125,7 +138,7 @@ Resolved resolve(toml::table& root, const std::string& path, bool create) {
       continue;
     }
     if (s.index) fail(path, fmt::format("'{}' is not an array of tables: no index", here));
-    if (type == "table" && schema_table(sub)) {
+    if ((type == "table" || either) && schema_table(sub)) {
       schema = sub;
     } else if (type.find("distribution") != std::string_view::npos) {
       schema = "distribution";

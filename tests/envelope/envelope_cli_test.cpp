@@ -91,6 +91,37 @@ TEST(EnvelopeCli, BadInputExits2NamingTheField) {
   }
 }
 
+TEST(EnvelopeCli, SeveralResourcesAreVariedByTheirIndex) {
+  const std::string multi = "scheduler-leader-checkpoint-and-email-gc-pause";
+  Ran r = cli({"envelope", multi, "-p", "lease+fence", "--vary", "resource.idempotency_retention=1s..2s",
+               "--no-progress"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("'resource' is an array of [[resource]] tables: say which, e.g. resource[0]"),
+            std::string::npos)
+      << r.err;
+  r = cli({"envelope", multi, "-p", "lease+fence", "--vary", "resource[2].idempotency_retention=1s..2s",
+           "--no-progress"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("the scenario has 2 [[resource]] table(s)"), std::string::npos) << r.err;
+  // The mail API cannot check a token: whatever it remembers of keys it is not sent, the report goes out
+  // twice.
+  r = cli({"envelope", multi, "-p", "lease+fence", "--vary", "resource[1].idempotency_retention=1s..2s",
+           "--steps", "2", "--seeds", "1", "--no-progress"});
+  EXPECT_EQ(r.code, 1) << r.err;  // unsafe somewhere
+  EXPECT_NE(r.out.find("lease+fence: unsafe on the whole grid"), std::string::npos) << r.out;
+  // One [resource] table is resource[0] too; there is no resource[1].
+  r = cli({"envelope", "payment-api-gc-pause-idempotency-keys", "-p", "lease+fence", "--vary",
+           "resource[1].idempotency_retention=1s..2s", "--no-progress"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("the scenario has one [resource] table (resource or resource[0])"), std::string::npos)
+      << r.err;
+  r = cli({"envelope", "kleppmann-gc-pause", "-p", "lease+fence", "--vary", "resource[0].key=1..2",
+           "--no-progress"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("the scenario has no [resource] table: vary resource.FIELD"), std::string::npos)
+      << r.err;
+}
+
 TEST(EnvelopeCli, FilesAreTheSameWhateverJobsAndACommandReplaysItsRun) {
   const fs::path d = fresh("jobs");
   std::vector<std::string> outs[2];
