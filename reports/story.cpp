@@ -229,7 +229,7 @@ std::string rejected_story(const RunOutput& run, const std::map<std::string, std
 
 }  // namespace
 
-std::string anomaly_story(const RunOutput& run, const Violation& v) {
+static std::string kind_story(const RunOutput& run, const Violation& v) {
   const auto pauses = pauses_of(run);
   if (v.kind == kLostUpdate && run.kind_of(v.resource) == ResourceKind::cas_row) return cas_row_story(run, v);
   if (v.kind == kDuplicateEnqueue) return job_queue_story(run, v);
@@ -240,6 +240,12 @@ std::string anomaly_story(const RunOutput& run, const Violation& v) {
   if (v.kind == kStaleManifest) return object_store_story(run, v);
   if (v.kind == kDuplicateEffect) return external_api_story(run, v);
   return stale_story(run, pauses, v);
+}
+
+std::string anomaly_story(const RunOutput& run, const Violation& v) {
+  // Where a scenario has several resources, the story first says whose log shows it.
+  if (run.more_resources.empty() || v.resource.empty()) return kind_story(run, v);
+  return fmt::format("[{}, {}] {}", v.resource, to_string(run.kind_of(v.resource)), kind_story(run, v));
 }
 
 std::string story(const RunOutput& run) {

@@ -1,5 +1,6 @@
 // `locksim check` and `locksim matrix`: every scenario × protocol judged against its expectation.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -15,18 +16,24 @@ int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<s
   std::vector<Scenario> scs;
   for (const auto& s : scenario_inputs(scenarios_in)) scs.push_back(load_scenario(s));
   // One table, or one per resource kind (in the order of the kinds, the scenarios in their own order within).
+  // A scenario with several resources is in a group of its own, after the kinds: its verdict is the whole
+  // run's.
   std::vector<std::vector<const Scenario*>> groups;
+  std::vector<const Scenario*> several;
   if (by_resource) {
     std::vector<ResourceKind> kinds;
     for (const auto& sc : scs)
-      if (std::find(kinds.begin(), kinds.end(), sc.resource_kind) == kinds.end())
+      if (sc.more_resources.empty() && std::find(kinds.begin(), kinds.end(), sc.resource_kind) == kinds.end())
         kinds.push_back(sc.resource_kind);
     std::sort(kinds.begin(), kinds.end());
     for (ResourceKind k : kinds) {
       groups.emplace_back();
       for (const auto& sc : scs)
-        if (sc.resource_kind == k) groups.back().push_back(&sc);
+        if (sc.more_resources.empty() && sc.resource_kind == k) groups.back().push_back(&sc);
     }
+    for (const auto& sc : scs)
+      if (!sc.more_resources.empty()) several.push_back(&sc);
+    if (!several.empty()) groups.push_back(several);
   } else {
     groups.emplace_back();
     for (const auto& sc : scs) groups.back().push_back(&sc);
@@ -43,9 +50,22 @@ int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<s
       // In name order, so a protocol's column sits beside its +fence twin's, whatever the files list first.
       std::sort(cols.begin(), cols.end());
     }
+    const bool of_several = by_resource && !several.empty() && &group == &groups.back();
+    auto label = [&](const Scenario& sc) {  // with several resources: which, of which kinds
+      if (!of_several) return sc.name;
+      std::vector<std::string> named;
+      for (const ResourceSpec& r : sc.all_resources())
+        named.push_back(fmt::format("{}: {}", r.name, to_string(r.kind)));
+      return fmt::format("{} ({})", sc.name, fmt::join(named, ", "));
+    };
     std::size_t w0 = 8;
-    for (const Scenario* sc : group) w0 = std::max(w0, sc->name.size());
-    if (by_resource) {
+    for (const Scenario* sc : group) w0 = std::max(w0, label(*sc).size());
+    if (of_several) {
+      const char* what =
+          "several resources: each judged by its own kind's property; the verdict is the run's";
+      out += md ? fmt::format("{}**{}**\n\n", out.empty() ? "" : "\n", what)
+                : fmt::format("{}{}\n", out.empty() ? "" : "\n", what);
+    } else if (by_resource) {
       const ResourceKind k = group.front()->resource_kind;
       out += md ? fmt::format("{}**{}**: {}\n\n", out.empty() ? "" : "\n", to_string(k), resource_property(k))
                 : fmt::format("{}resource {}: {}\n", out.empty() ? "" : "\n", to_string(k),
@@ -81,7 +101,7 @@ int cmd_matrix(const std::vector<std::string>& scenarios_in, const std::vector<s
         std::string mark = !c.expected ? "" : c.ok() ? " ✓" : " ✗";
         cells.push_back(std::string(to_string(c.got)) + mark);
       }
-      row(sc->name, cells);
+      row(label(*sc), cells);
     }
   }
   out += fmt::format("\n✓ = as expected, ✗ = NOT as expected; {} mismatch(es)\n", mismatches);

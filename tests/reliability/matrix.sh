@@ -63,4 +63,11 @@ for k in store checkpoint-table object-store external-api cas-row job-queue; do
   printf '%s\n' "$listed" | grep -qF "  $k" || fail "locksim list does not name kind $k"
   [ -z "$head_line" ] || printf '%s\n' "$listed" | grep -qF "$head_line" || fail "locksim list does not give $k's property"
 done
+# A scenario with several resources has a table of its own, naming its resources and their kinds, and is not
+# counted under its first resource's kind.
+several=$(printf '%s\n' "$tables" | sed -n '/^several resources/,/^$/p')
+printf '%s\n' "$several" | grep -qF "scheduler-leader-checkpoint-and-email-gc-pause (checkpoints: checkpoint-table, mailer: external-api)" ||
+  fail "the several-resources table does not name the scheduler's checkpoints and mailer"
+printf '%s\n' "$tables" | sed -n '/^resource checkpoint-table:/,/^$/p' | grep -q "checkpoint-and-email" &&
+  fail "the several-resources scenario is listed under checkpoint-table"
 exit $failed

@@ -68,6 +68,7 @@ TEST(SeveralResources, TheTokenProtectsTheTableNotTheMailApi) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("refused checkpoint: client1's"), std::string::npos) << text;
+  EXPECT_NE(text.find("[mailer, external-api] Charged twice: job 4 by client2"), std::string::npos) << text;
   const nlohmann::json j = nlohmann::json::parse(json_report(r, sc));
   ASSERT_EQ(j["resources"].size(), 2u);
   EXPECT_EQ(j["resources"][1]["name"], "mailer");
@@ -89,6 +90,9 @@ TEST(SeveralResources, WithoutATokenBothResourcesSufferEachInItsOwnTerms) {
   EXPECT_GE(r.check.count(kCheckpointRewind), 1u);
   for (const Violation& v : r.check.violations)
     EXPECT_EQ(v.resource, v.kind == kDuplicateEffect ? "mailer" : "checkpoints") << v.kind;
+  const std::string text = text_report(r, load_scenario(kLeader));
+  EXPECT_NE(text.find("[checkpoints, checkpoint-table] Checkpoint of shard 3 moved back"), std::string::npos)
+      << text;
 }
 
 TEST(SeveralResources, TheReplayFileKeepsEveryResourceAndReproducesTheRun) {

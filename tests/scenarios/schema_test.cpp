@@ -26,7 +26,8 @@ std::string doc_text() {
 }
 
 bool is_subtable(const FieldDoc& f) {
-  return f.type == "table" || f.type == "array of tables" || f.type == "table of tables";
+  return f.type == "table" || f.type == "array of tables" || f.type == "table of tables" ||
+         f.type == "table, or array of tables";
 }
 
 /// The keys in the first column of the markdown table that follows `<!-- schema: PATH -->`: every `code span`
