@@ -330,7 +330,7 @@ class Loader {
   std::string file_;
   std::vector<std::string> processes_;  ///< every valid process name, in a stable order
   std::set<std::string> process_set_;
-  std::vector<std::string> resource_names_;  ///< every resource, in file order (the first is the default)
+  std::vector<std::string> resource_names_;   ///< every resource, in file order (the first is the default)
   std::vector<std::string> service_summary_;  ///< every process, "redis1..redis5" style, for messages
   DeclaredServices services_;                 ///< what the protocols the file may run declare
   std::vector<std::string> protocol_names_;
