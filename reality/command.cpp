@@ -188,7 +188,8 @@ int run_all(const RealityArgs& a) {
 
 void add_reality_options(CLI::App& cmd, RealityArgs& a) {
   cmd.add_option("SCENARIO", a.scenarios, "catalog name or .toml file (with --all: the scenarios to run)");
-  cmd.add_option("-p,--protocol", a.protocols, "protocol(s): redis, redis+incr, redlock, lease, lease+fence");
+  cmd.add_option("-p,--protocol", a.protocols,
+                 "protocol(s): redis, redis+incr, redlock, lease, lease+fence, db-lease, db-lease+fence");
   cmd.add_flag("--all", a.all, "every reproducible catalog scenario × protocol: a matrix real vs simulated");
   cmd.add_option("--time-scale", a.time_scale,
                  "multiply every duration of the scenario (0.2: a 10 s TTL is 2 s)")
