@@ -68,8 +68,9 @@ std::string side_by_side(const RunOutput& real, const RunOutput& sim, double sca
                        g.token ? std::to_string(*g.token) : "none", seconds(g.believed_valid_until),
                        seconds(g.belief_end), g.end_reason.empty() ? "-" : g.end_reason);
   for (const ResourceEntry& e : real.history.resource_log)
-    out += fmt::format("  store {} write {}={} token {} at {}{}\n", e.accepted ? "accepted" : "rejected",
-                       e.key, e.value, e.token ? std::to_string(*e.token) : "none", seconds(e.time),
+    out += fmt::format("  {} {} write {}={} token {} at {}{}\n", e.resource,
+                       e.accepted ? "accepted" : "rejected", e.key, e.value,
+                       e.token ? std::to_string(*e.token) : "none", seconds(e.time),
                        e.reason.empty() ? "" : " (" + e.reason + ")");
   for (const ServiceSet& s : real.history.service_sets)
     out += fmt::format("  {} recorded {} = {} at {}\n", s.node, s.key, s.value, seconds(s.time));
