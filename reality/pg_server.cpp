@@ -244,6 +244,7 @@ void PgServer::start() {
 void PgServer::kill() {
   kill_and_reap(pid_);
   pid_ = -1;
+  reap_adopted();  // the backends it left
 }
 
 void PgServer::stop() {
@@ -256,12 +257,12 @@ void PgServer::stop() {
     if (::waitpid(pid_, &st, WNOHANG) == pid_) {
       forget_child(pid_);
       pid_ = -1;
+      reap_adopted();  // none after a shutdown; a postmaster SIGKILLed by Ctrl-C left its backends
       return;
     }
     ::usleep(5'000);
   }
-  kill_and_reap(pid_);
-  pid_ = -1;
+  kill();
 }
 
 std::vector<PgGrant> PgServer::grants() const {

@@ -76,6 +76,7 @@ class RealRun {
     servers_.clear();  // kills what still runs
     etcd_.reset();
     pg_.reset();
+    reap_adopted();  // what a killed server had started (a redis-server's fork)
   }
 
   RunOutput run() {
