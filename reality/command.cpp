@@ -118,7 +118,7 @@ std::string spread(const std::vector<std::optional<Time>>& ts) {
 int run_all(const RealityArgs& a) {
   std::vector<std::string> names = a.scenarios.empty() ? catalog_names() : a.scenarios;
   std::vector<std::string> protos = a.protocols.empty() ? real_protocols() : a.protocols;
-  fmt::print("{:<36} {:<10} {:<9} {:<16} {:<5} {:<26} {:<26}\n", "scenario", "protocol", "simulated",
+  fmt::print("{:<36} {:<14} {:<9} {:<16} {:<5} {:<26} {:<26}\n", "scenario", "protocol", "simulated",
              fmt::format("real (x{})", a.runs), "agree", "2nd grant s real (sim)",
              "stale write s real (sim)");
   bool bad = false;
@@ -159,7 +159,7 @@ int run_all(const RealityArgs& a) {
         }
       }
       if (!error.empty()) {
-        fmt::print("{:<36} {:<10} error: {}\n", base.name, p, error);
+        fmt::print("{:<36} {:<14} error: {}\n", base.name, p, error);
         bad = true;
         continue;
       }
@@ -173,7 +173,7 @@ int run_all(const RealityArgs& a) {
       auto with_sim = [](const std::string& real, const std::optional<Time>& t) {
         return t ? fmt::format("{} ({:.3f})", real, static_cast<double>(t->count()) / 1e9) : real;
       };
-      fmt::print("{:<36} {:<10} {:<9} {:<16} {:<5} {:<26} {:<26}\n", base.name, p, to_string(sim.verdict()),
+      fmt::print("{:<36} {:<14} {:<9} {:<16} {:<5} {:<26} {:<26}\n", base.name, p, to_string(sim.verdict()),
                  real_text, all_agree ? "yes" : (limit ? "limit" : "NO"),
                  with_sim(spread(second), st.second_grant), with_sim(spread(stale), st.stale_write));
       std::fflush(stdout);
