@@ -11,6 +11,7 @@
 #include "locksim/scenarios/catalog.hpp"
 #include "locksim/scenarios/cli/cli.hpp"
 #include "reality/children.hpp"
+#include "reality/pg_server.hpp"
 #include "reality/plan.hpp"
 #include "reality/redis_server.hpp"
 #include "reality/run.hpp"
@@ -215,6 +216,10 @@ int cmd_reality(const RealityArgs& a) {
     std::string text;
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
     for (const std::string& p : ps) {
+      // A server that is not installed is an error here (exit 2, the apt package named); --all skips the
+      // cell.
+      if (const std::string missing = is_pg(p) ? pg_missing() : std::string(); !missing.empty())
+        throw StartError(missing);
       if (auto why = not_reproducible(base, p)) {
         fmt::print(stderr, "{} × {}: {} (skipped)\n", base.name, p, *why);
         continue;
