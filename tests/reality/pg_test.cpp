@@ -236,6 +236,10 @@ TEST(RealPgCleanup, ARunLeavesNoProcessOrFolder) {
   ::unsetenv("TMPDIR");
   EXPECT_EQ(r.history.service_nodes.size(), 1u);
   EXPECT_TRUE(r.check.safe);
+  // Three clients competing for the row (serialization failures retried): one lease_grants row per grant.
+  EXPECT_GE(r.history.grants.size(), 3u);
+  EXPECT_EQ(r.history.service_sets.size(), r.history.grants.size());
+  EXPECT_EQ(r.check.unbacked_grants, 0u);
   EXPECT_TRUE(no_children());
   EXPECT_EQ(settle(tmp), 0);
   EXPECT_TRUE(fs::is_empty(tmp));
