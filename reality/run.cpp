@@ -180,6 +180,9 @@ class RealRun {
     if (pg_) {
       plan.ports = {pg_->port()};
       plan.pg_conninfo = pg_->conninfo();
+      // The simulated server's idle_in_transaction_timeout is PostgreSQL's own setting, per session.
+      if (const auto idle = cfg.idle_in_transaction_timeout.count() / 1'000'000; idle > 0)
+        plan.pg_conninfo += fmt::format(" options='-c idle_in_transaction_session_timeout={}'", idle);
       plan.same_db = cfg.same_db_resource;
     }
     plan.cut.assign(n, 0);
