@@ -11,9 +11,12 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <system_error>
 
 namespace locksim::reality {
@@ -42,6 +45,35 @@ void install_signal_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
   // A client that dies closes its pipe: reading gives EOF, writing must not kill the parent.
   signal(SIGPIPE, SIG_IGN);
+  // The children of a server killed before them (a SIGKILLed postmaster's backends) become this process's
+  // children, not init's (which may not reap them: they would stay zombies): reap_adopted() ends them.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+int reap_adopted() {
+  const pid_t self = ::getpid();
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const std::size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(stat.c_str() + paren + 1, " %c %ld", &state, &ppid) != 2 || ppid != self) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    bool registered = false;
+    for (auto& c : g_children) registered = registered || c.load() == pid;
+    if (registered) continue;
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    ++n;
+  }
+  return n;
 }
 
 void become_child() {

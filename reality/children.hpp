@@ -17,7 +17,8 @@ struct Interrupted : std::runtime_error {
 };
 
 /// Installs the SIGINT/SIGTERM handler: it SIGKILLs every registered child at once (async-signal-safe) and
-/// sets the flag interrupted() reads; the run then unwinds and removes its folders.
+/// sets the flag interrupted() reads; the run then unwinds and removes its folders. Also makes this process
+/// the subreaper of its descendants (reap_adopted).
 void install_signal_handlers();
 bool interrupted();
 /// Throws Interrupted when interrupted().
@@ -35,6 +36,9 @@ int registered_children();
 
 /// SIGKILLs `pid` (if > 0), reaps it and forgets it.
 void kill_and_reap(pid_t pid);
+/// SIGKILLs and reaps the children of this process that are not registered: the processes a killed server
+/// had started, adopted here (install_signal_handlers makes this process their subreaper). How many.
+int reap_adopted();
 
 /// A folder made with mkdtemp under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class TempDir {

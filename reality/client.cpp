@@ -18,6 +18,7 @@
 #include "locksim/scenarios/workload.hpp"
 #include "reality/children.hpp"
 #include "reality/etcd_client.hpp"
+#include "reality/pg_client.hpp"
 
 namespace locksim::reality {
 
@@ -67,7 +68,9 @@ struct Grant {
   std::uint64_t id = 0;
   std::string value;
   std::optional<std::uint64_t> token;
-  std::int64_t valid_until = 0;  ///< run ns, monotonic
+  std::int64_t valid_until = 0;   ///< run ns, monotonic
+  std::int64_t expires_real = 0;  ///< db-lease: the row's Expires (the database's wall clock, ns)
+  std::uint64_t db_token = 0;     ///< db-lease: the row's token (the grant's token but with app-counter)
 };
 
 class Client {
@@ -76,6 +79,11 @@ class Client {
       : p_(p), rng_(static_cast<std::uint64_t>(real_ns()) ^ (static_cast<std::uint64_t>(::getpid()) << 32)) {
     if (etcd()) {
       etcd_ = std::make_unique<EtcdCalls>(p.ports, kEtcdTimeoutMs);
+    } else if (db()) {
+      // One transaction is bounded by rpc_timeout, or by the TTL (cirello.io/pglock's rule).
+      const Duration tx = p.config.rpc_timeout > 0ns ? p.config.rpc_timeout : p.config.ttl;
+      pg_ = std::make_unique<PgLeaseCalls>(
+          p.pg_conninfo, tx.count(), [this](const std::string& l, const std::string& d) { note(l, d); });
     } else {
       nodes_.resize(p.ports.size(), nullptr);
     }
@@ -103,6 +111,7 @@ class Client {
 
   bool holding() const { return held_.has_value() && !lost_; }
   bool etcd() const { return p_.protocol == "lease" || p_.protocol == "lease+fence"; }
+  bool db() const { return p_.protocol == "db-lease" || p_.protocol == "db-lease+fence"; }
 
   void block(const std::vector<ClientStep>& steps) {
     for (const ClientStep& s : steps)
@@ -130,7 +139,7 @@ class Client {
       case K::check:
         checked_ = now();
         if (etcd_) lease_believes_valid();
-        if (lease_.lost || now() >= held_->valid_until) {
+        if (lease_.lost || !db_believes_valid()) {
           note("expired", "lease no longer valid before write; not writing");
           lose("expired");
         } else {
@@ -168,6 +177,7 @@ class Client {
       const std::int64_t requested = now();
       note("acquire", fmt::format("key={}", p_.lock_key));
       std::optional<Grant> g = etcd()                     ? lease_acquire()
+                               : db()                     ? db_acquire()
                                : p_.protocol == "redlock" ? redlock_acquire()
                                                           : redis_acquire();
       if (!g) {
@@ -363,6 +373,8 @@ class Client {
     say(fmt::format("end {} {} released", g.id, now()));
     if (etcd_)
       etcd_->revoke(g.value);  // revoking the lease deletes the key it holds, and only if it still does
+    else if (pg_)
+      pg_->release(p_.lock_key, g.value, g.db_token);  // only while the row names this owner and token
     else
       unlock_all(g.value);
     note("released");
@@ -415,6 +427,36 @@ class Client {
     }
   }
 
+  /// protocols/dblease/dblease.cpp's DbLeaseClient::acquire: AcquireLease (pg_client.hpp); a held lease
+  /// answers "not acquired" at once and the workload's retry_delay paces the retries.
+  std::optional<Grant> db_acquire() {
+    const std::int64_t sent = now();
+    const std::string owner = fmt::format("{}#{}", p_.spec.name, ++db_owners_);
+    const std::optional<PgAcquired> a =
+        pg_->acquire(p_.lock_key, owner, p_.config.ttl.count(), p_.config.first_token);
+    if (!a) return std::nullopt;
+    Grant g;
+    g.value = owner;
+    g.db_token = a->token;
+    const std::uint64_t base = p_.config.first_token > 0 ? p_.config.first_token - 1 : 0;
+    g.token = p_.config.variant == "app-counter" ? ++db_app_counter_ + base : a->token;
+    g.expires_real = a->expires_real_ns;
+    // What the client believes, on its monotonic clock for the reports: the wall-clock deadline read now, or
+    // (monotonic-deadline) the TTL from before BEGIN.
+    g.valid_until =
+        monotonic_deadline() ? sent + p_.config.ttl.count() : now() + (a->expires_real_ns - real_ns());
+    return g;
+  }
+
+  bool monotonic_deadline() const { return p_.config.variant == "monotonic-deadline"; }
+
+  /// DbLeaseClient::believes_valid: the client's wall clock before the row's Expires (the database's
+  /// timestamp); monotonic-deadline, and every other protocol: the monotonic clock before valid_until.
+  bool db_believes_valid() const {
+    if (db() && !monotonic_deadline()) return real_ns() < held_->expires_real;
+    return now() < held_->valid_until;
+  }
+
   int store() {
     if (store_ >= 0) return store_;
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -441,6 +483,18 @@ class Client {
     // A pause the note triggered has happened by now: the write leaves the client after it.
     say(fmt::format("write {} {} {} {} {} {} {}", wid, held_->id, now(), checked, checked_ ? 1 : 0,
                     token_text(token), value));
+    if (p_.same_db) {
+      // WriteWithFence in db1 (resource = "same-db"): the database decides and logs it.
+      const std::string reply = pg_->write(p_.resource_key, p_.spec.name, wid, token, value);
+      if (reply.empty()) {
+        note("write-timeout");
+      } else {
+        const bool accepted = reply == "A";
+        say(fmt::format("ack {} {}", wid, accepted ? 1 : 0));
+        note(accepted ? "write-accepted" : "write-rejected", accepted ? "" : reply.substr(2));
+      }
+      return;
+    }
     const int fd = store();
     const std::string line =
         fmt::format("W {} {} {} {} {}\n", p_.spec.name, wid, token_text(token), p_.resource_key, value);
@@ -473,6 +527,8 @@ class Client {
   Random rng_;
   std::vector<redisContext*> nodes_;
   std::unique_ptr<EtcdCalls> etcd_;
+  std::unique_ptr<PgLeaseCalls> pg_;
+  std::uint64_t db_owners_ = 0, db_app_counter_ = 0;
   LeaseState lease_;
   int store_ = -1;
   std::optional<Grant> held_;

@@ -12,6 +12,10 @@
 /// client (lease, lease+fence) is protocols/raft/lease.cpp's LeaseClient over etcd's v3 JSON gateway
 /// (etcd_client.hpp): a lease of the TTL valid from sending the grant, the lock key created in a txn if
 /// absent, its create revision the token, a keep-alive when one is due at a lease check, release = revoke.
+/// The database lease (db-lease, db-lease+fence) is protocols/dblease/dblease.cpp's DbLeaseClient over libpq
+/// (pg_client.hpp): AcquireLease in one serializable transaction, the returned Expires (the database's clock)
+/// the deadline on the client's own wall clock (variant monotonic-deadline: ttl from before BEGIN on its
+/// monotonic clock), release = owner '' for the owner with its token.
 ///
 /// Lines to the parent (times are ns since the run's start on CLOCK_MONOTONIC):
 ///   note T LABEL DETAIL            (then reads one ack byte)
@@ -29,12 +33,14 @@
 namespace locksim::reality {
 
 struct ClientPlan {
-  std::string protocol;  ///< redis, redis+incr, redlock, lease or lease+fence
+  std::string protocol;  ///< redis, redis+incr, redlock, lease, lease+fence, db-lease or db-lease+fence
   ProtocolConfig config;
   ClientSpec spec;
   std::string lock_key, resource_key;
   bool send_tokens = false;          ///< the protocol's writes carry its token
   std::vector<std::uint16_t> ports;  ///< redis1..N, or the etcd members' client ports
+  std::string pg_conninfo;           ///< db-lease: libpq's connection string of db1
+  bool same_db = false;              ///< db-lease: writes go to db1's write_with_fence, not to the store
   std::vector<std::uint8_t> cut;     ///< per node: a partition cuts this client off from it all run
   std::uint16_t store_port = 0;
   std::int64_t t0 = 0;  ///< CLOCK_MONOTONIC at the run's start

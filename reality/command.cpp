@@ -11,6 +11,7 @@
 #include "locksim/scenarios/catalog.hpp"
 #include "locksim/scenarios/cli/cli.hpp"
 #include "reality/children.hpp"
+#include "reality/pg_server.hpp"
 #include "reality/plan.hpp"
 #include "reality/redis_server.hpp"
 #include "reality/run.hpp"
@@ -68,8 +69,9 @@ std::string side_by_side(const RunOutput& real, const RunOutput& sim, double sca
                        g.token ? std::to_string(*g.token) : "none", seconds(g.believed_valid_until),
                        seconds(g.belief_end), g.end_reason.empty() ? "-" : g.end_reason);
   for (const ResourceEntry& e : real.history.resource_log)
-    out += fmt::format("  store {} write {}={} token {} at {}{}\n", e.accepted ? "accepted" : "rejected",
-                       e.key, e.value, e.token ? std::to_string(*e.token) : "none", seconds(e.time),
+    out += fmt::format("  {} {} write {}={} token {} at {}{}\n", e.resource,
+                       e.accepted ? "accepted" : "rejected", e.key, e.value,
+                       e.token ? std::to_string(*e.token) : "none", seconds(e.time),
                        e.reason.empty() ? "" : " (" + e.reason + ")");
   for (const ServiceSet& s : real.history.service_sets)
     out += fmt::format("  {} recorded {} = {} at {}\n", s.node, s.key, s.value, seconds(s.time));
@@ -117,7 +119,7 @@ std::string spread(const std::vector<std::optional<Time>>& ts) {
 int run_all(const RealityArgs& a) {
   std::vector<std::string> names = a.scenarios.empty() ? catalog_names() : a.scenarios;
   std::vector<std::string> protos = a.protocols.empty() ? real_protocols() : a.protocols;
-  fmt::print("{:<36} {:<10} {:<9} {:<16} {:<5} {:<26} {:<26}\n", "scenario", "protocol", "simulated",
+  fmt::print("{:<36} {:<14} {:<9} {:<16} {:<5} {:<26} {:<26}\n", "scenario", "protocol", "simulated",
              fmt::format("real (x{})", a.runs), "agree", "2nd grant s real (sim)",
              "stale write s real (sim)");
   bool bad = false;
@@ -158,7 +160,7 @@ int run_all(const RealityArgs& a) {
         }
       }
       if (!error.empty()) {
-        fmt::print("{:<36} {:<10} error: {}\n", base.name, p, error);
+        fmt::print("{:<36} {:<14} error: {}\n", base.name, p, error);
         bad = true;
         continue;
       }
@@ -172,7 +174,7 @@ int run_all(const RealityArgs& a) {
       auto with_sim = [](const std::string& real, const std::optional<Time>& t) {
         return t ? fmt::format("{} ({:.3f})", real, static_cast<double>(t->count()) / 1e9) : real;
       };
-      fmt::print("{:<36} {:<10} {:<9} {:<16} {:<5} {:<26} {:<26}\n", base.name, p, to_string(sim.verdict()),
+      fmt::print("{:<36} {:<14} {:<9} {:<16} {:<5} {:<26} {:<26}\n", base.name, p, to_string(sim.verdict()),
                  real_text, all_agree ? "yes" : (limit ? "limit" : "NO"),
                  with_sim(spread(second), st.second_grant), with_sim(spread(stale), st.stale_write));
       std::fflush(stdout);
@@ -188,7 +190,8 @@ int run_all(const RealityArgs& a) {
 
 void add_reality_options(CLI::App& cmd, RealityArgs& a) {
   cmd.add_option("SCENARIO", a.scenarios, "catalog name or .toml file (with --all: the scenarios to run)");
-  cmd.add_option("-p,--protocol", a.protocols, "protocol(s): redis, redis+incr, redlock, lease, lease+fence");
+  cmd.add_option("-p,--protocol", a.protocols,
+                 "protocol(s): redis, redis+incr, redlock, lease, lease+fence, db-lease, db-lease+fence");
   cmd.add_flag("--all", a.all, "every reproducible catalog scenario × protocol: a matrix real vs simulated");
   cmd.add_option("--time-scale", a.time_scale,
                  "multiply every duration of the scenario (0.2: a 10 s TTL is 2 s)")
@@ -213,6 +216,10 @@ int cmd_reality(const RealityArgs& a) {
     std::string text;
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
     for (const std::string& p : ps) {
+      // A server that is not installed is an error here (exit 2, the apt package named); --all skips the
+      // cell.
+      if (const std::string missing = is_pg(p) ? pg_missing() : std::string(); !missing.empty())
+        throw StartError(missing);
       if (auto why = not_reproducible(base, p)) {
         fmt::print(stderr, "{} × {}: {} (skipped)\n", base.name, p, *why);
         continue;

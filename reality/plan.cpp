@@ -9,6 +9,7 @@
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
 #include "reality/etcd_server.hpp"
+#include "reality/pg_server.hpp"
 
 namespace locksim::reality {
 
@@ -65,7 +66,11 @@ bool step_supported(const ClientStep& s) {
 }  // namespace
 
 std::vector<std::string> real_protocols() {
-  return {"redis", "redis+incr", "redlock", "lease", "lease+fence"};
+  return {"redis", "redis+incr", "redlock", "lease", "lease+fence", "db-lease", "db-lease+fence"};
+}
+
+bool is_pg(const std::string& protocol) {
+  return protocol == "db-lease" || protocol == "db-lease+fence";
 }
 
 bool is_etcd(const std::string& protocol) {
@@ -77,7 +82,7 @@ std::uint32_t node_count(const Scenario& sc, const std::string& protocol) {
     const std::uint32_t n = sc.config_for(protocol).nodes;
     return n ? n : 3;
   }
-  if (protocol != "redlock") return 1;
+  if (protocol != "redlock") return 1;  // redis, redis+incr; db1 for the database lease
   const std::uint32_t n = sc.config_for(protocol).nodes;
   return n ? n : 5;
 }
@@ -85,7 +90,7 @@ std::uint32_t node_count(const Scenario& sc, const std::string& protocol) {
 std::vector<std::string> real_process_names(const Scenario& sc, const std::string& protocol) {
   std::vector<std::string> out;
   for (std::uint32_t i = 1; i <= node_count(sc, protocol); ++i)
-    out.push_back(fmt::format("{}{}", is_etcd(protocol) ? "raft" : "redis", i));
+    out.push_back(fmt::format("{}{}", is_etcd(protocol) ? "raft" : is_pg(protocol) ? "db" : "redis", i));
   out.push_back(sc.resource_name);
   for (const ClientSpec& c : sc.clients) out.push_back(c.name);
   return out;
@@ -124,10 +129,19 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
       return fmt::format("etcd leases have whole-second TTLs; the TTL is {} ms (try another --time-scale)",
                          cfg.ttl.count() / 1'000'000);
     if (node_count(sc, protocol) != 3) return std::string("etcd is run for real with 3 members only");
+  } else if (is_pg(protocol)) {
+    if (const std::string why = pg_missing(); !why.empty()) return why;
+    if (cfg.replica)
+      return std::string(
+          "not reproducible in reality: a replica promoted by a failover manager (asynchronous streaming "
+          "replication, Patroni's rule) is not run for real");
   } else if (cfg.replica) {
     return std::string("a replica with sentinel failover is not run for real yet");
   }
-  if (!cfg.variant.empty()) return fmt::format("the variant '{}' is not run for real", cfg.variant);
+  const bool pg_variant =
+      is_pg(protocol) && (cfg.variant == "monotonic-deadline" || cfg.variant == "app-counter");
+  if (!cfg.variant.empty() && !pg_variant)
+    return fmt::format("the variant '{}' is not run for real", cfg.variant);
   if (!cfg.node_settings.empty())
     return std::string("per-node persistence ([[node]]) is not run for real yet");
   if (sc.resource_kind != ResourceKind::store)
@@ -190,6 +204,9 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
               "line {}: not reproducible in reality: a power loss with appendfsync {} drops what the OS had "
               "buffered, and SIGKILL keeps it",
               f.line, cfg.fsync == FsyncPolicy::periodic ? "everysec" : "no");
+        if (is_pg(protocol) && !is_client(sc, f.target))
+          return fmt::format("line {}: a {} of {} is not run for real yet with the database lease", f.line,
+                             to_string(x.kind), f.target);
         if (x.kind == Fault::Kind::pause && !is_client(sc, f.target))
           return fmt::format("line {}: only a client is paused for real (SIGSTOP of a server: not yet)",
                              f.line);
@@ -202,7 +219,7 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
                              f.line);
         for (const auto* side : {&f.side_a, &f.side_b})
           for (const std::string& n : *side)
-            if (!is_client(sc, n) && (is_etcd(protocol) || n.rfind("redis", 0) != 0))
+            if (!is_client(sc, n) && (is_etcd(protocol) || is_pg(protocol) || n.rfind("redis", 0) != 0))
               return fmt::format("line {}: only partitions between clients and Redis nodes are run for real",
                                  f.line);
         break;

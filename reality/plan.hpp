@@ -9,10 +9,12 @@
 namespace locksim::reality {
 
 /// The protocols that have real servers here: redis, redis+incr, redlock (redis-server), lease and
-/// lease+fence (a 3-member etcd cluster).
+/// lease+fence (a 3-member etcd cluster), db-lease and db-lease+fence (PostgreSQL).
 std::vector<std::string> real_protocols();
 /// lease and lease+fence: run against etcd.
 bool is_etcd(const std::string& protocol);
+/// db-lease and db-lease+fence: run against PostgreSQL (db1).
+bool is_pg(const std::string& protocol);
 
 /// Why `protocol` cannot run `sc` for real (empty: it can). Clock jumps and drift give "not reproducible in
 /// reality: ..."; what this first version leaves out (network delay, loss and partitions that begin late or
@@ -33,7 +35,7 @@ std::vector<std::string> real_process_names(const Scenario& sc, const std::strin
 bool fault_applies(const Scenario& sc, const std::string& protocol, const FaultSpec& f);
 
 /// Server processes the protocol runs: 1 for redis and redis+incr, cfg.nodes (default 5) for redlock,
-/// cfg.nodes (default 3) etcd members for lease and lease+fence.
+/// cfg.nodes (default 3) etcd members for lease and lease+fence, 1 (db1) for db-lease and db-lease+fence.
 std::uint32_t node_count(const Scenario& sc, const std::string& protocol);
 
 }  // namespace locksim::reality

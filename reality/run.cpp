@@ -18,6 +18,7 @@
 #include "reality/children.hpp"
 #include "reality/client.hpp"
 #include "reality/etcd_server.hpp"
+#include "reality/pg_server.hpp"
 #include "reality/plan.hpp"
 #include "reality/redis_server.hpp"
 #include "reality/store_server.hpp"
@@ -74,6 +75,8 @@ class RealRun {
     listeners_.clear();
     servers_.clear();  // kills what still runs
     etcd_.reset();
+    pg_.reset();
+    reap_adopted();  // what a killed server had started (a redis-server's fork)
   }
 
   RunOutput run() {
@@ -110,7 +113,15 @@ class RealRun {
         out_.servers.push_back(m);
       }
     }
-    for (std::uint32_t i = 1; i <= n && !etcd_; ++i) {
+    if (is_pg(protocol_)) {
+      // PostgreSQL: db1, as the simulated world names it, answering a query, with the schema made.
+      pg_ = std::make_unique<PgServer>("db1", dir_.path() + "/db1");
+      pg_->start();
+      h.service_nodes.push_back("db1");
+      names_.push_back("db1");
+      out_.servers.push_back("db1");
+    }
+    for (std::uint32_t i = 1; i <= n && !etcd_ && !pg_; ++i) {
       const std::string name = fmt::format("redis{}", i);
       servers_.push_back(
           std::make_unique<RedisServer>(RedisOptions{name, cfg.aof, cfg.fsync}, dir_.path() + "/" + name));
@@ -121,7 +132,7 @@ class RealRun {
       names_.push_back(name);
       out_.servers.push_back(name);
     }
-    if (fenced_ && cfg.first_token > 1 && !etcd_)
+    if (fenced_ && cfg.first_token > 1 && !servers_.empty())
       servers_[0]->command({"SET", sc_.lock_key + ":token", std::to_string(cfg.first_token - 1)});
     names_.push_back(sc_.resource_name);
     out_.resource = sc_.resource_name;
@@ -166,6 +177,14 @@ class RealRun {
     plan.send_tokens = fenced_;
     for (auto& s : servers_) plan.ports.push_back(s->port());
     if (etcd_) plan.ports = etcd_->client_ports();
+    if (pg_) {
+      plan.ports = {pg_->port()};
+      plan.pg_conninfo = pg_->conninfo();
+      // The simulated server's idle_in_transaction_timeout is PostgreSQL's own setting, per session.
+      if (const auto idle = cfg.idle_in_transaction_timeout.count() / 1'000'000; idle > 0)
+        plan.pg_conninfo += fmt::format(" options='-c idle_in_transaction_session_timeout={}'", idle);
+      plan.same_db = cfg.same_db_resource;
+    }
     plan.cut.assign(n, 0);
     for (const FaultSpec& f : sc_.faults) {
       if (f.fault.kind != Fault::Kind::partition || !fault_applies(sc_, protocol_, f)) continue;
@@ -468,11 +487,29 @@ class RealRun {
       r.grant = grant_id.at({w.c->name, w.c->write_grant[w.local]});
       write_id[{w.c->name, w.local}] = h.add_write(r);
     }
-    for (const StoreEntry& e : store_->log()) {
+    std::vector<StoreEntry> log = store_->log();
+    std::string resource = sc_.resource_name;
+    if (pg_) {
+      // The database lease's grants are lease_grants' rows (written inside AcquireLease's transaction); with
+      // resource = "same-db" the resource's log is db1's resource_log (write_with_fence's decisions).
+      for (const PgGrant& g : pg_->grants()) {
+        h.service_sets.push_back({Time{g.real_ns - real0_}, "db1", g.name, g.owner});
+        trace(TraceKind::note, "db1", "granted",
+              fmt::format("key={} owner={} token={}", g.name, g.owner, g.token), g.real_ns - real0_);
+      }
+      if (sc_.config_for(protocol_).same_db_resource) {
+        resource = "db1";
+        log.clear();
+        for (const PgWrite& w : pg_->writes())
+          log.push_back(
+              {w.real_ns - real0_, w.client, w.write, w.key, w.value, w.token, w.accepted, w.reason});
+      }
+    }
+    for (const StoreEntry& e : log) {
       auto it = write_id.find({e.client, e.write});
       h.log(ResourceEntry{.op = ResourceEntry::Op::write,
                           .time = Time{e.time_ns},
-                          .resource = sc_.resource_name,
+                          .resource = resource,
                           .key = e.key,
                           .request = it == write_id.end() ? kNoId : it->second,
                           .token = e.token,
@@ -522,6 +559,7 @@ class RealRun {
   std::vector<std::unique_ptr<RedisServer>> servers_;
   std::vector<std::unique_ptr<RecordListener>> listeners_;
   std::unique_ptr<EtcdCluster> etcd_;
+  std::unique_ptr<PgServer> pg_;
   std::unique_ptr<StoreServer> store_;
   std::vector<Child> children_;
   std::vector<std::string> names_;

@@ -1,0 +1,49 @@
+// Built instead of pg_client.cpp and pg_server.cpp when pkg-config finds no libpq: `locksim reality` runs
+// without PostgreSQL, and says why db-lease and db-lease+fence are skipped.
+#include "reality/pg_client.hpp"
+#include "reality/pg_server.hpp"
+
+namespace locksim::reality {
+
+namespace {
+constexpr const char* kWhy =
+    "locksim was built without libpq, which the database lease's client needs (apt-get install libpq-dev, "
+    "then "
+    "build again)";
+}
+
+std::string pg_missing() {
+  return kWhy;
+}
+
+PgLeaseCalls::PgLeaseCalls(std::string, std::int64_t, Note) {}
+PgLeaseCalls::~PgLeaseCalls() = default;
+std::optional<PgAcquired> PgLeaseCalls::acquire(const std::string&, const std::string&, std::int64_t,
+                                                std::uint64_t) {
+  return std::nullopt;
+}
+bool PgLeaseCalls::release(const std::string&, const std::string&, std::uint64_t) {
+  return false;
+}
+std::string PgLeaseCalls::write(const std::string&, const std::string&, std::uint64_t,
+                                const std::optional<std::uint64_t>&, const std::string&) {
+  return {};
+}
+
+PgServer::PgServer(std::string name, std::string dir) : name_(std::move(name)), dir_(std::move(dir)) {}
+PgServer::~PgServer() = default;
+void PgServer::start() {
+  throw StartError(kWhy);
+}
+void PgServer::kill() {}
+std::string PgServer::conninfo() const {
+  return {};
+}
+std::vector<PgGrant> PgServer::grants() const {
+  return {};
+}
+std::vector<PgWrite> PgServer::writes() const {
+  return {};
+}
+
+}  // namespace locksim::reality
