@@ -85,7 +85,9 @@ TEST(RealCleanup, AServerThatCannotStartLeavesNothing) {
     ::unsetenv("TMPDIR");
   else
     ::setenv("TMPDIR", old_tmp.c_str(), 1);
-  if (hidden) EXPECT_NE(what.find("apt-get install redis-server"), std::string::npos) << what;
+  if (hidden) {
+    EXPECT_NE(what.find("apt-get install redis-server"), std::string::npos) << what;
+  }
   EXPECT_TRUE(no_children());
   EXPECT_TRUE(fs::is_empty(tmp));  // the run's folder is gone
   fs::remove_all(tmp);
