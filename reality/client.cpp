@@ -18,6 +18,7 @@
 #include "locksim/scenarios/workload.hpp"
 #include "reality/children.hpp"
 #include "reality/etcd_client.hpp"
+#include "reality/zk_client.hpp"
 
 namespace locksim::reality {
 
@@ -76,6 +77,14 @@ class Client {
       : p_(p), rng_(static_cast<std::uint64_t>(real_ns()) ^ (static_cast<std::uint64_t>(::getpid()) << 32)) {
     if (etcd()) {
       etcd_ = std::make_unique<EtcdCalls>(p.ports, kEtcdTimeoutMs);
+    } else if (zk()) {
+      std::string hosts;
+      for (std::uint16_t port : p.ports)
+        hosts += fmt::format("{}127.0.0.1:{}", hosts.empty() ? "" : ",", port);
+      // The session timeout asked for is the lock's TTL, as the simulated client asks (the ensemble
+      // negotiates it into [2, 20] x tickTime).
+      zk_ = std::make_unique<ZkLock>(hosts, p.lock_key, p.spec.name, p.config.ttl.count(),
+                                     [this](const std::string& l, const std::string& d) { note(l, d); });
     } else {
       nodes_.resize(p.ports.size(), nullptr);
     }
@@ -103,6 +112,7 @@ class Client {
 
   bool holding() const { return held_.has_value() && !lost_; }
   bool etcd() const { return p_.protocol == "lease" || p_.protocol == "lease+fence"; }
+  bool zk() const { return p_.protocol == "zookeeper" || p_.protocol == "zookeeper+fence"; }
 
   void block(const std::vector<ClientStep>& steps) {
     for (const ClientStep& s : steps)
@@ -130,7 +140,7 @@ class Client {
       case K::check:
         checked_ = now();
         if (etcd_) lease_believes_valid();
-        if (lease_.lost || now() >= held_->valid_until) {
+        if (lease_.lost || now() >= held_->valid_until || (zk_ && zk_->expired())) {
           note("expired", "lease no longer valid before write; not writing");
           lose("expired");
         } else {
@@ -167,7 +177,8 @@ class Client {
       }
       const std::int64_t requested = now();
       note("acquire", fmt::format("key={}", p_.lock_key));
-      std::optional<Grant> g = etcd()                     ? lease_acquire()
+      std::optional<Grant> g = zk()                       ? zk_acquire()
+                               : etcd()                   ? lease_acquire()
                                : p_.protocol == "redlock" ? redlock_acquire()
                                                           : redis_acquire();
       if (!g) {
@@ -361,7 +372,9 @@ class Client {
       return;
     }
     say(fmt::format("end {} {} released", g.id, now()));
-    if (etcd_)
+    if (zk_)
+      zk_->release(zk_hold_);  // deletes the lock node; the session stays open for the next acquire
+    else if (etcd_)
       etcd_->revoke(g.value);  // revoking the lease deletes the key it holds, and only if it still does
     else
       unlock_all(g.value);
@@ -394,6 +407,22 @@ class Client {
     }
     lease_ = LeaseState{ttl, sent + keepalive_interval(ttl), false};
     return Grant{0, lease->id, *rev, sent + ttl};
+  }
+
+  /// protocols/zookeeper's ZkClient::acquire (zk_client.hpp): the lowest ephemeral sequential node holds,
+  /// believed until the client learns its session expired; the token is the node's czxid. An attempt gives
+  /// up after the simulated client's acquire timeout (max(3 x TTL, 5 s), or acquire_timeout_ms).
+  std::optional<Grant> zk_acquire() {
+    std::int64_t patience = std::max<std::int64_t>(3 * p_.config.ttl.count(), 5'000'000'000);
+    if (auto it = p_.config.extra.find("acquire_timeout_ms"); it != p_.config.extra.end())
+      patience = std::stoll(it->second) * 1'000'000;
+    const std::optional<ZkHold> hold = zk_->acquire(mono_ns() + patience);
+    if (!hold) return std::nullopt;
+    // The parent acks this note once its own session saw the node become the lowest child: the service's
+    // record precedes the moment the client counts itself granted.
+    note("acquire-committed", fmt::format("czxid={} node={}", hold->czxid, hold->node));
+    zk_hold_ = *hold;
+    return Grant{0, std::to_string(hold->czxid), hold->czxid, INT64_MAX};
   }
 
   std::int64_t keepalive_interval(std::int64_t ttl) const {
@@ -473,6 +502,8 @@ class Client {
   Random rng_;
   std::vector<redisContext*> nodes_;
   std::unique_ptr<EtcdCalls> etcd_;
+  std::unique_ptr<ZkLock> zk_;
+  ZkHold zk_hold_;
   LeaseState lease_;
   int store_ = -1;
   std::optional<Grant> held_;

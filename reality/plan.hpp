@@ -9,10 +9,12 @@
 namespace locksim::reality {
 
 /// The protocols that have real servers here: redis, redis+incr, redlock (redis-server), lease and
-/// lease+fence (a 3-member etcd cluster).
+/// lease+fence (a 3-member etcd cluster), zookeeper and zookeeper+fence (a 3-member ZooKeeper ensemble).
 std::vector<std::string> real_protocols();
 /// lease and lease+fence: run against etcd.
 bool is_etcd(const std::string& protocol);
+/// zookeeper and zookeeper+fence: run against a 3-member ZooKeeper ensemble.
+bool is_zk(const std::string& protocol);
 
 /// Why `protocol` cannot run `sc` for real (empty: it can). Clock jumps and drift give "not reproducible in
 /// reality: ..."; what this first version leaves out (network delay, loss and partitions that begin late or
