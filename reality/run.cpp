@@ -149,6 +149,7 @@ class RealRun {
     real0_ = r;
     store_ = std::make_unique<StoreServer>(mode == ResourceMode::fenced, t0_);
     for (const ClientSpec& c : sc_.clients) fork_client(c, cfg, n);
+    if (zk_) zk_->start_recorder();  // its threads start after the last fork
     store_->start();
     for (std::size_t i = 0; i < sc_.faults.size(); ++i)
       if (fault_applies(sc_, protocol_, sc_.faults[i])) {

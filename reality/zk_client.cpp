@@ -41,10 +41,15 @@ std::vector<std::string> sorted(String_vector& sv) {
   return out;
 }
 
-void create_persistent(zhandle_t* zh, const std::string& path) {
+/// Creates a persistent node if it is absent; "" or why not.
+std::string create_persistent(zhandle_t* zh, const std::string& path) {
   const int rc = zoo_create(zh, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
-  if (rc != ZOK && rc != ZNODEEXISTS)
-    throw std::runtime_error(fmt::format("zookeeper: create {}: {}", path, zerror(rc)));
+  return rc == ZOK || rc == ZNODEEXISTS ? std::string() : fmt::format("create {}: {}", path, zerror(rc));
+}
+
+std::string current_server(zhandle_t* zh) {
+  const char* s = zoo_get_current_server(zh);
+  return s ? s : "";
 }
 
 }  // namespace
@@ -91,8 +96,8 @@ void ZkRecorder::start(std::int64_t timeout_ns) {
     check_interrupted();
     ::usleep(5'000);
   }
-  create_persistent(impl_->zh, "/locks");
-  create_persistent(impl_->zh, parent_);
+  for (const std::string& p : {std::string("/locks"), parent_})
+    if (const std::string why = create_persistent(impl_->zh, p); !why.empty()) throw std::runtime_error(why);
   scan();
   thread_ = std::thread([this] { loop(); });
 }
@@ -139,11 +144,11 @@ void ZkRecorder::scan() {
   Stat st{};
   if (zoo_exists(impl_->zh, (parent_ + "/" + kids.front()).c_str(), 0, &st) != ZOK) return;
   const std::int64_t t = mono_ns();
-  const char* server = zoo_get_current_server(impl_->zh);
+  const std::string server = current_server(impl_->zh);
   std::lock_guard lk(mu_);
   lowest_ = kids.front();
-  records_.push_back({t, server ? server : "", kids.front(), static_cast<std::uint64_t>(st.czxid), st.ctime,
-                      st.ephemeralOwner});
+  records_.push_back(
+      {t, server, kids.front(), static_cast<std::uint64_t>(st.czxid), st.ctime, st.ephemeralOwner});
 }
 
 bool ZkRecorder::wait_record(std::uint64_t czxid, std::int64_t timeout_ns) {
@@ -229,7 +234,7 @@ bool ZkLock::ensure_session(std::int64_t give_up_ns) {
   }
   note_("zk-session",
         fmt::format("session=0x{:x} timeout={}ms server={}", zoo_client_id(impl_->zh)->client_id,
-                    zoo_recv_timeout(impl_->zh), zoo_get_current_server(impl_->zh)));
+                    zoo_recv_timeout(impl_->zh), current_server(impl_->zh)));
   return true;
 }
 
@@ -257,7 +262,11 @@ std::optional<ZkHold> ZkLock::acquire(std::int64_t give_up_ns) {
       node = path + parent_.size() + 1;
       czxid = static_cast<std::uint64_t>(st.czxid);
     } else if (rc == ZSESSIONEXPIRED) {
-      continue;  // a new session, a new node
+      continue;                  // a new session, a new node
+    } else if (rc == ZNONODE) {  // Curator's creatingParentContainersIfNeeded (persistent parents here)
+      create_persistent(zh, "/locks");
+      create_persistent(zh, parent_);
+      continue;
     } else {
       // The answer was lost: look for the node by its protection id (its czxid read back), else retry.
       ::usleep(20'000);

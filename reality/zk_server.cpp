@@ -211,6 +211,9 @@ void ZkEnsemble::start() {
       fail("ZooKeeper's ensemble did not elect a leader within 20 s");
     ::usleep(50'000);
   }
+}
+
+void ZkEnsemble::start_recorder() {
   recorder_ = std::make_unique<ZkRecorder>(connect_string(), lock_key_);
   try {
     recorder_->start(5'000'000'000);

@@ -36,9 +36,12 @@ class ZkEnsemble {
   ZkEnsemble& operator=(const ZkEnsemble&) = delete;
 
   /// Starts every member and waits (at most 20 s) until each answers `srvr` as leader or follower with one
-  /// leader among them, then opens the recorder's session (the lock parent created, its children watched).
-  /// Throws StartError (every member killed first, the members' log tails in the message).
+  /// leader among them. Throws StartError (every member killed first, the members' log tails in the message).
   void start();
+  /// Opens the recorder's session (the lock parent created, its children watched). Called once the clients
+  /// are forked: the C client's threads must not run in a process that forks (a child could inherit one of
+  /// the library's locks held, and hang in zookeeper_init). Throws StartError.
+  void start_recorder();
   /// SIGKILL of one member / the same member again on its folder (not waited for: it rejoins on its own).
   void kill(const std::string& name);
   void restart(const std::string& name);
