@@ -12,6 +12,9 @@
 /// client (lease, lease+fence) is protocols/raft/lease.cpp's LeaseClient over etcd's v3 JSON gateway
 /// (etcd_client.hpp): a lease of the TTL valid from sending the grant, the lock key created in a txn if
 /// absent, its create revision the token, a keep-alive when one is due at a lease check, release = revoke.
+/// The ZooKeeper client (zookeeper, zookeeper+fence) is protocols/zookeeper's Curator InterProcessMutex over
+/// the C client (zk_client.hpp): the lowest ephemeral sequential node holds, believed until the session is
+/// known Expired, its czxid the token; `ports` are the ensemble's client ports.
 ///
 /// Lines to the parent (times are ns since the run's start on CLOCK_MONOTONIC):
 ///   note T LABEL DETAIL            (then reads one ack byte)
@@ -29,12 +32,12 @@
 namespace locksim::reality {
 
 struct ClientPlan {
-  std::string protocol;  ///< redis, redis+incr, redlock, lease or lease+fence
+  std::string protocol;  ///< redis, redis+incr, redlock, lease, lease+fence, zookeeper or zookeeper+fence
   ProtocolConfig config;
   ClientSpec spec;
   std::string lock_key, resource_key;
   bool send_tokens = false;          ///< the protocol's writes carry its token
-  std::vector<std::uint16_t> ports;  ///< redis1..N, or the etcd members' client ports
+  std::vector<std::uint16_t> ports;  ///< redis1..N, or the etcd / ZooKeeper members' client ports
   std::vector<std::uint8_t> cut;     ///< per node: a partition cuts this client off from it all run
   std::uint16_t store_port = 0;
   std::int64_t t0 = 0;  ///< CLOCK_MONOTONIC at the run's start

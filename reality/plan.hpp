@@ -22,8 +22,9 @@ bool is_zk(const std::string& protocol);
 std::optional<std::string> not_reproducible(const Scenario& sc, const std::string& protocol);
 
 /// `sc` with every duration multiplied by `factor` (> 0): the protocols' (ttl, timeouts, retry delays,
-/// drift allowance...), the clients' (start, work, think, retry delay, give-up), the faults' (time,
-/// duration, trigger delay), the time limit. The simulated run beside a real one runs this same scenario.
+/// drift allowance, ZooKeeper's tickTime...), the clients' (start, work, think, retry delay, give-up), the
+/// faults' (time, duration, trigger delay), the time limit. The simulated run beside a real one runs this
+/// same scenario.
 Scenario scaled(const Scenario& sc, double factor);
 
 /// The simulated world's processes a fault may name that this protocol's real run has (clients, store,
@@ -35,7 +36,7 @@ std::vector<std::string> real_process_names(const Scenario& sc, const std::strin
 bool fault_applies(const Scenario& sc, const std::string& protocol, const FaultSpec& f);
 
 /// Server processes the protocol runs: 1 for redis and redis+incr, cfg.nodes (default 5) for redlock,
-/// cfg.nodes (default 3) etcd members for lease and lease+fence.
+/// cfg.nodes (default 3) etcd members for lease and lease+fence, or ZooKeeper members for zookeeper(+fence).
 std::uint32_t node_count(const Scenario& sc, const std::string& protocol);
 
 }  // namespace locksim::reality
