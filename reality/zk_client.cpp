@@ -213,6 +213,11 @@ void ZkLock::close() {
   impl_->zh = nullptr;
 }
 
+void ZkLock::mark_expired() {
+  std::lock_guard lk(impl_->mu);
+  impl_->expired = true;
+}
+
 bool ZkLock::expired() const {
   std::lock_guard lk(impl_->mu);
   return impl_->expired;
@@ -240,6 +245,10 @@ bool ZkLock::ensure_session(std::int64_t give_up_ns) {
 
 std::optional<ZkHold> ZkLock::acquire(std::int64_t give_up_ns) {
   bool noted = false;
+  // Curator's protection mode: the node's name carries this acquisition's id, so a create whose answer was
+  // lost finds the node it made among the children (and a retried create reuses the id).
+  const std::string protect = fmt::format(
+      "_c_{:016x}-", static_cast<std::uint64_t>(real_ns()) ^ static_cast<std::uint64_t>(::getpid()));
   while (mono_ns() < give_up_ns) {
     if (!ensure_session(give_up_ns)) return std::nullopt;
     zhandle_t* zh = impl_->zh;
@@ -247,10 +256,6 @@ std::optional<ZkHold> ZkLock::acquire(std::int64_t give_up_ns) {
       note_("acquire-sent", fmt::format("{} session=0x{:x}", parent_, zoo_client_id(zh)->client_id));
       noted = true;
     }
-    // Curator's protection mode: the name carries this attempt's id, so a create whose answer was lost finds
-    // the node it made among the children.
-    const std::string protect =
-        fmt::format("_c_{:016x}-", static_cast<std::uint64_t>(real_ns()) ^ ::getpid());
     const std::string prefix = parent_ + "/" + protect + "lock-";
     char path[512] = {0};
     Stat st{};
@@ -262,6 +267,7 @@ std::optional<ZkHold> ZkLock::acquire(std::int64_t give_up_ns) {
       node = path + parent_.size() + 1;
       czxid = static_cast<std::uint64_t>(st.czxid);
     } else if (rc == ZSESSIONEXPIRED) {
+      mark_expired();
       continue;                  // a new session, a new node
     } else if (rc == ZNONODE) {  // Curator's creatingParentContainersIfNeeded (persistent parents here)
       create_persistent(zh, "/locks");
@@ -284,6 +290,7 @@ std::optional<ZkHold> ZkLock::acquire(std::int64_t give_up_ns) {
       }
       String_vector sv{};
       rc = zoo_get_children(zh, parent_.c_str(), 0, &sv);
+      if (rc == ZSESSIONEXPIRED) mark_expired();
       if (rc == ZSESSIONEXPIRED || expired()) break;
       if (rc != ZOK) {
         ::usleep(20'000);

@@ -85,6 +85,8 @@ class ZkLock {
 
  private:
   bool ensure_session(std::int64_t give_up_ns);
+  /// A call answered ZSESSIONEXPIRED (the watcher's session event may come after it).
+  void mark_expired();
   void close();
   std::string hosts_, parent_, client_;
   std::int64_t timeout_ns_;
