@@ -19,6 +19,7 @@
 #include "reality/children.hpp"
 #include "reality/etcd_client.hpp"
 #include "reality/pg_client.hpp"
+#include "reality/zk_client.hpp"
 
 namespace locksim::reality {
 
@@ -84,6 +85,14 @@ class Client {
       const Duration tx = p.config.rpc_timeout > 0ns ? p.config.rpc_timeout : p.config.ttl;
       pg_ = std::make_unique<PgLeaseCalls>(
           p.pg_conninfo, tx.count(), [this](const std::string& l, const std::string& d) { note(l, d); });
+    } else if (zk()) {
+      std::string hosts;
+      for (std::uint16_t port : p.ports)
+        hosts += fmt::format("{}127.0.0.1:{}", hosts.empty() ? "" : ",", port);
+      // The session timeout asked for is the lock's TTL, as the simulated client asks (the ensemble
+      // negotiates it into [2, 20] x tickTime).
+      zk_ = std::make_unique<ZkLock>(hosts, p.lock_key, p.spec.name, p.config.ttl.count(),
+                                     [this](const std::string& l, const std::string& d) { note(l, d); });
     } else {
       nodes_.resize(p.ports.size(), nullptr);
     }
@@ -112,6 +121,7 @@ class Client {
   bool holding() const { return held_.has_value() && !lost_; }
   bool etcd() const { return p_.protocol == "lease" || p_.protocol == "lease+fence"; }
   bool db() const { return p_.protocol == "db-lease" || p_.protocol == "db-lease+fence"; }
+  bool zk() const { return p_.protocol == "zookeeper" || p_.protocol == "zookeeper+fence"; }
 
   void block(const std::vector<ClientStep>& steps) {
     for (const ClientStep& s : steps)
@@ -139,7 +149,7 @@ class Client {
       case K::check:
         checked_ = now();
         if (etcd_) lease_believes_valid();
-        if (lease_.lost || !db_believes_valid()) {
+        if (lease_.lost || !db_believes_valid() || (zk_ && zk_->expired())) {
           note("expired", "lease no longer valid before write; not writing");
           lose("expired");
         } else {
@@ -176,7 +186,8 @@ class Client {
       }
       const std::int64_t requested = now();
       note("acquire", fmt::format("key={}", p_.lock_key));
-      std::optional<Grant> g = etcd()                     ? lease_acquire()
+      std::optional<Grant> g = zk()                       ? zk_acquire()
+                               : etcd()                   ? lease_acquire()
                                : db()                     ? db_acquire()
                                : p_.protocol == "redlock" ? redlock_acquire()
                                                           : redis_acquire();
@@ -371,7 +382,9 @@ class Client {
       return;
     }
     say(fmt::format("end {} {} released", g.id, now()));
-    if (etcd_)
+    if (zk_)
+      zk_->release(zk_hold_);  // deletes the lock node; the session stays open for the next acquire
+    else if (etcd_)
       etcd_->revoke(g.value);  // revoking the lease deletes the key it holds, and only if it still does
     else if (pg_)
       pg_->release(p_.lock_key, g.value, g.db_token);  // only while the row names this owner and token
@@ -406,6 +419,22 @@ class Client {
     }
     lease_ = LeaseState{ttl, sent + keepalive_interval(ttl), false};
     return Grant{0, lease->id, *rev, sent + ttl};
+  }
+
+  /// protocols/zookeeper's ZkClient::acquire (zk_client.hpp): the lowest ephemeral sequential node holds,
+  /// believed until the client learns its session expired; the token is the node's czxid. An attempt gives
+  /// up after the simulated client's acquire timeout (max(3 x TTL, 5 s), or acquire_timeout_ms).
+  std::optional<Grant> zk_acquire() {
+    std::int64_t patience = std::max<std::int64_t>(3 * p_.config.ttl.count(), 5'000'000'000);
+    if (auto it = p_.config.extra.find("acquire_timeout_ms"); it != p_.config.extra.end())
+      patience = std::stoll(it->second) * 1'000'000;
+    const std::optional<ZkHold> hold = zk_->acquire(mono_ns() + patience);
+    if (!hold) return std::nullopt;
+    // The parent acks this note once its own session saw the node become the lowest child: the service's
+    // record precedes the moment the client counts itself granted.
+    note("acquire-committed", fmt::format("czxid={} node={}", hold->czxid, hold->node));
+    zk_hold_ = *hold;
+    return Grant{0, std::to_string(hold->czxid), hold->czxid, INT64_MAX};
   }
 
   std::int64_t keepalive_interval(std::int64_t ttl) const {
@@ -529,6 +558,8 @@ class Client {
   std::unique_ptr<EtcdCalls> etcd_;
   std::unique_ptr<PgLeaseCalls> pg_;
   std::uint64_t db_owners_ = 0, db_app_counter_ = 0;
+  std::unique_ptr<ZkLock> zk_;
+  ZkHold zk_hold_;
   LeaseState lease_;
   int store_ = -1;
   std::optional<Grant> held_;

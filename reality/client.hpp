@@ -16,6 +16,9 @@
 /// (pg_client.hpp): AcquireLease in one serializable transaction, the returned Expires (the database's clock)
 /// the deadline on the client's own wall clock (variant monotonic-deadline: ttl from before BEGIN on its
 /// monotonic clock), release = owner '' for the owner with its token.
+/// The ZooKeeper client (zookeeper, zookeeper+fence) is protocols/zookeeper's Curator InterProcessMutex over
+/// the C client (zk_client.hpp): the lowest ephemeral sequential node holds, believed until the session is
+/// known Expired, its czxid the token; `ports` are the ensemble's client ports.
 ///
 /// Lines to the parent (times are ns since the run's start on CLOCK_MONOTONIC):
 ///   note T LABEL DETAIL            (then reads one ack byte)
@@ -33,12 +36,13 @@
 namespace locksim::reality {
 
 struct ClientPlan {
-  std::string protocol;  ///< redis, redis+incr, redlock, lease, lease+fence, db-lease or db-lease+fence
+  std::string
+      protocol;  ///< redis, redis+incr, redlock, lease, lease+fence, db-lease(+fence), zookeeper(+fence)
   ProtocolConfig config;
   ClientSpec spec;
   std::string lock_key, resource_key;
   bool send_tokens = false;          ///< the protocol's writes carry its token
-  std::vector<std::uint16_t> ports;  ///< redis1..N, or the etcd members' client ports
+  std::vector<std::uint16_t> ports;  ///< redis1..N, or the etcd / ZooKeeper members' client ports
   std::string pg_conninfo;           ///< db-lease: libpq's connection string of db1
   bool same_db = false;              ///< db-lease: writes go to db1's write_with_fence, not to the store
   std::vector<std::uint8_t> cut;     ///< per node: a partition cuts this client off from it all run

@@ -190,8 +190,10 @@ int run_all(const RealityArgs& a) {
 
 void add_reality_options(CLI::App& cmd, RealityArgs& a) {
   cmd.add_option("SCENARIO", a.scenarios, "catalog name or .toml file (with --all: the scenarios to run)");
-  cmd.add_option("-p,--protocol", a.protocols,
-                 "protocol(s): redis, redis+incr, redlock, lease, lease+fence, db-lease, db-lease+fence");
+  cmd.add_option(
+      "-p,--protocol", a.protocols,
+      "protocol(s): redis, redis+incr, redlock, lease, lease+fence, db-lease, db-lease+fence, zookeeper, "
+      "zookeeper+fence");
   cmd.add_flag("--all", a.all, "every reproducible catalog scenario × protocol: a matrix real vs simulated");
   cmd.add_option("--time-scale", a.time_scale,
                  "multiply every duration of the scenario (0.2: a 10 s TTL is 2 s)")
@@ -221,6 +223,9 @@ int cmd_reality(const RealityArgs& a) {
       if (const std::string missing = is_pg(p) ? pg_missing() : std::string(); !missing.empty())
         throw StartError(missing);
       if (auto why = not_reproducible(base, p)) {
+        // A server or client library that is not installed is an error for the command asked by name.
+        if (why->find("apt-get install") != std::string::npos)
+          throw StartError(fmt::format("{} × {}: {}", base.name, p, *why));
         fmt::print(stderr, "{} × {}: {} (skipped)\n", base.name, p, *why);
         continue;
       }

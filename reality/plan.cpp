@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "locksim/protocols/zookeeper/zookeeper.hpp"
 #include "locksim/scenarios/runner.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "locksim/scenarios/workload.hpp"
 #include "reality/etcd_server.hpp"
 #include "reality/pg_server.hpp"
+#include "reality/zk_server.hpp"
 
 namespace locksim::reality {
 
@@ -29,6 +31,11 @@ void scale_config(ProtocolConfig& c, double f) {
         &c.expiry_check_interval, &c.election_timeout_min, &c.election_timeout_max, &c.heartbeat,
         &c.idle_in_transaction_timeout})
     *d = times(*d, f);
+  // ZooKeeper's tickTime (the session timeout's bounds and expiry granularity) and container check, present
+  // or default: a scaled session timeout keeps its place in [2, 20] x tickTime.
+  const zk::EnsembleOptions o = zk::ensemble_options(c);
+  c.extra[zk::kTickTimeKey] = std::to_string(times(o.tick_time, f).count());
+  c.extra[zk::kContainerCheckKey] = std::to_string(times(o.container_check_interval, f).count());
 }
 
 void scale_steps(std::vector<ClientStep>& steps, double f) {
@@ -66,11 +73,16 @@ bool step_supported(const ClientStep& s) {
 }  // namespace
 
 std::vector<std::string> real_protocols() {
-  return {"redis", "redis+incr", "redlock", "lease", "lease+fence", "db-lease", "db-lease+fence"};
+  return {"redis",    "redis+incr",     "redlock",   "lease",          "lease+fence",
+          "db-lease", "db-lease+fence", "zookeeper", "zookeeper+fence"};
 }
 
 bool is_pg(const std::string& protocol) {
   return protocol == "db-lease" || protocol == "db-lease+fence";
+}
+
+bool is_zk(const std::string& protocol) {
+  return protocol == "zookeeper" || protocol == "zookeeper+fence";
 }
 
 bool is_etcd(const std::string& protocol) {
@@ -78,7 +90,7 @@ bool is_etcd(const std::string& protocol) {
 }
 
 std::uint32_t node_count(const Scenario& sc, const std::string& protocol) {
-  if (is_etcd(protocol)) {
+  if (is_etcd(protocol) || is_zk(protocol)) {
     const std::uint32_t n = sc.config_for(protocol).nodes;
     return n ? n : 3;
   }
@@ -90,7 +102,12 @@ std::uint32_t node_count(const Scenario& sc, const std::string& protocol) {
 std::vector<std::string> real_process_names(const Scenario& sc, const std::string& protocol) {
   std::vector<std::string> out;
   for (std::uint32_t i = 1; i <= node_count(sc, protocol); ++i)
-    out.push_back(fmt::format("{}{}", is_etcd(protocol) ? "raft" : is_pg(protocol) ? "db" : "redis", i));
+    out.push_back(fmt::format("{}{}",
+                              is_etcd(protocol) ? "raft"
+                              : is_pg(protocol) ? "db"
+                              : is_zk(protocol) ? "zk"
+                                                : "redis",
+                              i));
   out.push_back(sc.resource_name);
   for (const ClientSpec& c : sc.clients) out.push_back(c.name);
   return out;
@@ -135,6 +152,11 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
       return std::string(
           "not reproducible in reality: a replica promoted by a failover manager (asynchronous streaming "
           "replication, Patroni's rule) is not run for real");
+  } else if (is_zk(protocol)) {
+    if (const std::string why = zk_missing(); !why.empty()) return why;
+    if (node_count(sc, protocol) != 3) return std::string("ZooKeeper is run for real with 3 members only");
+    if (zk::ensemble_options(cfg).tick_time < 1ms)
+      return std::string("ZooKeeper's tickTime is whole milliseconds; the scaled tick_time is under 1 ms");
   } else if (cfg.replica) {
     return std::string("a replica with sentinel failover is not run for real yet");
   }
@@ -188,12 +210,15 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
       case Fault::Kind::restart:
         // etcd's leader is found for real (/v3/maintenance/status of each member) when the fault fires.
         if (const auto role = parse_fault_role(f.target);
-            role && !(is_etcd(protocol) && *role == FaultRole::leader && x.kind == Fault::Kind::crash))
+            role && !((is_etcd(protocol) || is_zk(protocol)) && *role == FaultRole::leader &&
+                      x.kind == Fault::Kind::crash))
           return fmt::format("line {}: a role as target is not run for real", f.line);
         if (x.kind != Fault::Kind::pause && is_client(sc, f.target) &&
             (x.kind == Fault::Kind::restart || x.duration > 0ns))
           return fmt::format("line {}: a client restarted after a crash is not run for real", f.line);
-        if (x.kind == Fault::Kind::crash && x.power_loss && is_etcd(protocol)) {
+        if (x.kind == Fault::Kind::crash && x.power_loss && is_zk(protocol)) {
+          // ZooKeeper fsyncs its transaction log before it acknowledges (forceSync=yes): SIGKILL is faithful.
+        } else if (x.kind == Fault::Kind::crash && x.power_loss && is_etcd(protocol)) {
           // etcd fsyncs its log before it acknowledges (as the simulated members do by default): SIGKILL
           // loses what a power loss loses. A member without fsync is not.
           if (auto it = cfg.extra.find("raft_fsync"); it != cfg.extra.end() && it->second != "always")

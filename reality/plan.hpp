@@ -9,12 +9,15 @@
 namespace locksim::reality {
 
 /// The protocols that have real servers here: redis, redis+incr, redlock (redis-server), lease and
-/// lease+fence (a 3-member etcd cluster), db-lease and db-lease+fence (PostgreSQL).
+/// lease+fence (a 3-member etcd cluster), db-lease and db-lease+fence (PostgreSQL), zookeeper and
+/// zookeeper+fence (a 3-member ZooKeeper ensemble).
 std::vector<std::string> real_protocols();
 /// lease and lease+fence: run against etcd.
 bool is_etcd(const std::string& protocol);
 /// db-lease and db-lease+fence: run against PostgreSQL (db1).
 bool is_pg(const std::string& protocol);
+/// zookeeper and zookeeper+fence: run against a 3-member ZooKeeper ensemble.
+bool is_zk(const std::string& protocol);
 
 /// Why `protocol` cannot run `sc` for real (empty: it can). Clock jumps and drift give "not reproducible in
 /// reality: ..."; what this first version leaves out (network delay, loss and partitions that begin late or
@@ -22,8 +25,9 @@ bool is_pg(const std::string& protocol);
 std::optional<std::string> not_reproducible(const Scenario& sc, const std::string& protocol);
 
 /// `sc` with every duration multiplied by `factor` (> 0): the protocols' (ttl, timeouts, retry delays,
-/// drift allowance...), the clients' (start, work, think, retry delay, give-up), the faults' (time,
-/// duration, trigger delay), the time limit. The simulated run beside a real one runs this same scenario.
+/// drift allowance, ZooKeeper's tickTime...), the clients' (start, work, think, retry delay, give-up), the
+/// faults' (time, duration, trigger delay), the time limit. The simulated run beside a real one runs this
+/// same scenario.
 Scenario scaled(const Scenario& sc, double factor);
 
 /// The simulated world's processes a fault may name that this protocol's real run has (clients, store,
@@ -35,7 +39,8 @@ std::vector<std::string> real_process_names(const Scenario& sc, const std::strin
 bool fault_applies(const Scenario& sc, const std::string& protocol, const FaultSpec& f);
 
 /// Server processes the protocol runs: 1 for redis and redis+incr, cfg.nodes (default 5) for redlock,
-/// cfg.nodes (default 3) etcd members for lease and lease+fence, 1 (db1) for db-lease and db-lease+fence.
+/// cfg.nodes (default 3) etcd members for lease and lease+fence, 1 (db1) for db-lease and db-lease+fence, or
+/// ZooKeeper members for zookeeper(+fence).
 std::uint32_t node_count(const Scenario& sc, const std::string& protocol);
 
 }  // namespace locksim::reality

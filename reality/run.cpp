@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "locksim/protocols/lock.hpp"
+#include "locksim/protocols/zookeeper/zookeeper.hpp"
 #include "locksim/scenarios/services.hpp"
 #include "reality/children.hpp"
 #include "reality/client.hpp"
@@ -22,6 +23,8 @@
 #include "reality/plan.hpp"
 #include "reality/redis_server.hpp"
 #include "reality/store_server.hpp"
+#include "reality/zk_client.hpp"
+#include "reality/zk_server.hpp"
 
 namespace locksim::reality {
 
@@ -76,7 +79,8 @@ class RealRun {
     servers_.clear();  // kills what still runs
     etcd_.reset();
     pg_.reset();
-    reap_adopted();  // what a killed server had started (a redis-server's fork)
+    zk_.reset();
+    reap_adopted();  // what a killed server had started (a redis-server's fork, a postmaster's backends)
   }
 
   RunOutput run() {
@@ -121,7 +125,21 @@ class RealRun {
       names_.push_back("db1");
       out_.servers.push_back("db1");
     }
-    for (std::uint32_t i = 1; i <= n && !etcd_ && !pg_; ++i) {
+    if (is_zk(protocol_)) {
+      // ZooKeeper: zk1..zkN with the scenario's (scaled) tickTime, a leader elected, the recorder watching.
+      std::vector<std::string> members;
+      for (const ServiceProcess& p : h.service.processes) members.push_back(p.name);
+      const auto tick =
+          std::chrono::duration_cast<std::chrono::milliseconds>(zk::ensemble_options(cfg).tick_time);
+      zk_ = std::make_unique<ZkEnsemble>(members, dir_.path(), tick.count(), sc_.lock_key);
+      zk_->start();
+      for (const std::string& m : members) {
+        h.service_nodes.push_back(m);
+        names_.push_back(m);
+        out_.servers.push_back(m);
+      }
+    }
+    for (std::uint32_t i = 1; i <= n && !etcd_ && !pg_ && !zk_; ++i) {
       const std::string name = fmt::format("redis{}", i);
       servers_.push_back(
           std::make_unique<RedisServer>(RedisOptions{name, cfg.aof, cfg.fsync}, dir_.path() + "/" + name));
@@ -142,6 +160,7 @@ class RealRun {
     real0_ = r;
     store_ = std::make_unique<StoreServer>(mode == ResourceMode::fenced, t0_);
     for (const ClientSpec& c : sc_.clients) fork_client(c, cfg, n);
+    if (zk_) zk_->start_recorder();  // its threads start after the last fork
     store_->start();
     for (std::size_t i = 0; i < sc_.faults.size(); ++i)
       if (fault_applies(sc_, protocol_, sc_.faults[i])) {
@@ -185,6 +204,7 @@ class RealRun {
         plan.pg_conninfo += fmt::format(" options='-c idle_in_transaction_session_timeout={}'", idle);
       plan.same_db = cfg.same_db_resource;
     }
+    if (zk_) plan.ports = zk_->client_ports();
     plan.cut.assign(n, 0);
     for (const FaultSpec& f : sc_.faults) {
       if (f.fault.kind != Fault::Kind::partition || !fault_applies(sc_, protocol_, f)) continue;
@@ -254,6 +274,7 @@ class RealRun {
     ++firings_[armed.index];
     armed.target = fs.target;
     if (etcd_ && parse_fault_role(fs.target) == FaultRole::leader) armed.target = etcd_->leader();
+    if (zk_ && parse_fault_role(fs.target) == FaultRole::leader) armed.target = zk_->leader();
     trace(TraceKind::fault, armed.target, std::string(to_string(f.kind)),
           armed.target == fs.target ? fmt::format("target={}", fs.target)
                                     : fmt::format("target={} ({}={})", armed.target, fs.target,
@@ -286,6 +307,18 @@ class RealRun {
       } else if (f.kind == Fault::Kind::restart && !etcd_->running(m)) {
         etcd_->restart(m);
         trace(TraceKind::restart, m, "restart", "etcd again on its folder");
+      }
+      return;
+    }
+    if (zk_ && zk_->has(armed.target)) {
+      const std::string& m = armed.target;
+      if (f.kind == Fault::Kind::crash && zk_->running(m)) {
+        zk_->kill(m);
+        trace(TraceKind::crash, m, "crash", "SIGKILL of its JVM");
+        if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});
+      } else if (f.kind == Fault::Kind::restart && !zk_->running(m)) {
+        zk_->restart(m);
+        trace(TraceKind::restart, m, "restart", "ZooKeeper again on its folder");
       }
       return;
     }
@@ -323,6 +356,12 @@ class RealRun {
         // The client counts itself granted after this ack: wait until etcd's own event reached the watcher.
         const auto at = detail.find("revision=");
         if (at != std::string::npos) etcd_->wait_record(std::stoull(detail.substr(at + 9)), 2'000'000'000);
+      }
+      if (zk_ && label == "acquire-committed") {
+        // Likewise: until the parent's own session saw the client's node become the lowest child.
+        const auto at = detail.find("czxid=");
+        if (at != std::string::npos)
+          zk_->recorder().wait_record(std::stoull(detail.substr(at + 6)), 2'000'000'000);
       }
       for (std::size_t a = 0; a < armed_.size(); ++a) {
         const Fault& f = armed_[a].spec->fault;
@@ -434,6 +473,9 @@ class RealRun {
                    etcd_ && etcd_->has(m) && !etcd_->running(m)) {
           etcd_->restart(m);
           trace(TraceKind::restart, m, "restart", "etcd again on its folder");
+        } else if (zk_ && zk_->has(m) && !zk_->running(m)) {
+          zk_->restart(m);
+          trace(TraceKind::restart, m, "restart", "ZooKeeper again on its folder");
         }
       }
       std::vector<pollfd> fds;
@@ -524,6 +566,19 @@ class RealRun {
         trace(TraceKind::note, l.node, "created",
               fmt::format("key={} lease={} revision={}", l.key, l.lease, l.revision), l.mono_ns - t0_);
       }
+    if (zk_)
+      for (const ZkRecord& z : zk_->recorder().records()) {
+        const auto colon = z.server.rfind(':');
+        const std::string node =
+            colon == std::string::npos
+                ? z.server
+                : zk_->member_of_port(static_cast<std::uint16_t>(std::stoul(z.server.substr(colon + 1))));
+        h.service_sets.push_back({Time{z.mono_ns - t0_}, node, sc_.lock_key, std::to_string(z.czxid)});
+        trace(TraceKind::note, node, "lowest",
+              fmt::format("node={} czxid={} ctime={} ephemeralOwner=0x{:x}", z.node, z.czxid, z.ctime_ms,
+                          z.ephemeral_owner),
+              z.mono_ns - t0_);
+      }
     std::vector<SetRecord> sets;
     for (auto& l : listeners_)
       for (SetRecord& s : l->records()) sets.push_back(std::move(s));
@@ -560,6 +615,7 @@ class RealRun {
   std::vector<std::unique_ptr<RecordListener>> listeners_;
   std::unique_ptr<EtcdCluster> etcd_;
   std::unique_ptr<PgServer> pg_;
+  std::unique_ptr<ZkEnsemble> zk_;
   std::unique_ptr<StoreServer> store_;
   std::vector<Child> children_;
   std::vector<std::string> names_;
