@@ -21,6 +21,7 @@
 #include "reality/etcd_server.hpp"
 #include "reality/pg_server.hpp"
 #include "reality/plan.hpp"
+#include "reality/real_run.hpp"
 #include "reality/redis_server.hpp"
 #include "reality/store_server.hpp"
 #include "reality/zk_client.hpp"
@@ -28,608 +29,353 @@
 
 namespace locksim::reality {
 
+namespace detail {
+
 namespace {
-
-/// One forked client as the parent sees it.
-struct Child {
-  std::string name;
-  ProcId id;
-  pid_t pid = -1;
-  int report = -1, ack = -1;  // the parent's ends
-  std::string buffer;
-  bool done = false;
-  std::map<std::uint64_t, GrantRecord> grants;  // by the client's own grant number
-  std::map<std::uint64_t, WriteRecord> writes;  // by the client's own write number
-  std::map<std::uint64_t, std::uint64_t> write_grant;
-};
-
-/// A fault of the plan as the parent fires it.
-struct Armed {
-  const FaultSpec* spec = nullptr;
-  std::size_t index = 0;  // in Scenario::faults
-  std::uint32_t seen = 0;
-  bool fired = false;
-  std::string target;  ///< the process it hit: the spec's target, or the member that led when it fired
-};
-
-enum class ActionKind : std::uint8_t { fire, resume, restart };
-struct Action {
-  std::int64_t at = 0;
-  ActionKind kind = ActionKind::fire;
-  std::size_t armed = 0;
-};
 
 std::optional<std::uint64_t> parse_token(const std::string& t) {
   if (t == "-") return std::nullopt;
   return std::stoull(t);
 }
 
-class RealRun {
- public:
-  RealRun(const Scenario& sc, std::string protocol, const RealOptions& opts)
-      : sc_(sc), protocol_(std::move(protocol)), opts_(opts), dir_("locksim-reality-") {}
+}  // namespace
 
-  ~RealRun() {
-    for (Child& c : children_) {
-      kill_and_reap(c.pid);
-      if (c.report >= 0) ::close(c.report);
-      if (c.ack >= 0) ::close(c.ack);
-    }
-    listeners_.clear();
-    servers_.clear();  // kills what still runs
-    etcd_.reset();
-    pg_.reset();
-    zk_.reset();
-    reap_adopted();  // what a killed server had started (a redis-server's fork, a postmaster's backends)
+RealRun::RealRun(const Scenario& sc, std::string protocol, const RealOptions& opts)
+    : sc_(sc), protocol_(std::move(protocol)), opts_(opts), dir_("locksim-reality-") {}
+
+RealRun::~RealRun() {
+  for (Child& c : children_) {
+    kill_and_reap(c.pid);
+    if (c.report >= 0) ::close(c.report);
+    if (c.ack >= 0) ::close(c.ack);
   }
+  listeners_.clear();
+  servers_.clear();  // kills what still runs
+  etcd_.reset();
+  pg_.reset();
+  zk_.reset();
+  reap_adopted();  // what a killed server had started (a redis-server's fork, a postmaster's backends)
+}
 
-  RunOutput run() {
-    register_builtin_protocols();
-    auto proto = ProtocolRegistry::instance().make(protocol_);
-    const ProtocolConfig& cfg = sc_.config_for(protocol_);
-    fenced_ = proto->fenced() || (protocol_ == "redis" && cfg.incr_token);
-    const ResourceMode mode =
-        sc_.resource_mode.value_or(fenced_ ? ResourceMode::fenced : ResourceMode::unfenced);
+RunOutput RealRun::run() {
+  register_builtin_protocols();
+  auto proto = ProtocolRegistry::instance().make(protocol_);
+  const ProtocolConfig& cfg = sc_.config_for(protocol_);
+  fenced_ = proto->fenced() || (protocol_ == "redis" && cfg.incr_token);
+  const ResourceMode mode =
+      sc_.resource_mode.value_or(fenced_ ? ResourceMode::fenced : ResourceMode::unfenced);
 
-    out_.scenario = sc_.name;
-    out_.protocol = protocol_;
-    out_.seed = sc_.seed;
-    out_.config = cfg;
-    out_.resource_mode = mode;
-    History& h = out_.history;
-    h.protocol = protocol_;
-    h.service = proto->declare(cfg);
-    h.service_quorum = std::max<std::uint32_t>(1, h.service.quorum);
-    h.tokens_fence = fenced_;
+  out_.scenario = sc_.name;
+  out_.protocol = protocol_;
+  out_.seed = sc_.seed;
+  out_.config = cfg;
+  out_.resource_mode = mode;
+  History& h = out_.history;
+  h.protocol = protocol_;
+  h.service = proto->declare(cfg);
+  h.service_quorum = std::max<std::uint32_t>(1, h.service.quorum);
+  h.tokens_fence = fenced_;
 
-    // The servers, each answering PING and watched by its record listener before anything else happens.
-    const std::uint32_t n = node_count(sc_, protocol_);
-    if (is_etcd(protocol_)) {
-      // etcd: the members the simulated world names (raft1..raftN), with leaders and the watcher running.
-      std::vector<std::string> members;
-      for (const ServiceProcess& p : h.service.processes) members.push_back(p.name);
-      etcd_ = std::make_unique<EtcdCluster>(members, dir_.path(), sc_.lock_key);
-      etcd_->start();
-      if (cfg.first_token > 1) etcd_->advance_revision(cfg.first_token - 1);
-      for (const std::string& m : members) {
-        h.service_nodes.push_back(m);
-        names_.push_back(m);
-        out_.servers.push_back(m);
-      }
+  // The servers, each answering PING and watched by its record listener before anything else happens.
+  const std::uint32_t n = node_count(sc_, protocol_);
+  if (is_etcd(protocol_)) {
+    // etcd: the members the simulated world names (raft1..raftN), with leaders and the watcher running.
+    std::vector<std::string> members;
+    for (const ServiceProcess& p : h.service.processes) members.push_back(p.name);
+    etcd_ = std::make_unique<EtcdCluster>(members, dir_.path(), sc_.lock_key);
+    etcd_->start();
+    if (cfg.first_token > 1) etcd_->advance_revision(cfg.first_token - 1);
+    for (const std::string& m : members) {
+      h.service_nodes.push_back(m);
+      names_.push_back(m);
+      out_.servers.push_back(m);
     }
-    if (is_pg(protocol_)) {
-      // PostgreSQL: db1, as the simulated world names it, answering a query, with the schema made.
-      pg_ = std::make_unique<PgServer>("db1", dir_.path() + "/db1");
-      pg_->start();
-      h.service_nodes.push_back("db1");
-      names_.push_back("db1");
-      out_.servers.push_back("db1");
-    }
-    if (is_zk(protocol_)) {
-      // ZooKeeper: zk1..zkN with the scenario's (scaled) tickTime, a leader elected, the recorder watching.
-      std::vector<std::string> members;
-      for (const ServiceProcess& p : h.service.processes) members.push_back(p.name);
-      const auto tick =
-          std::chrono::duration_cast<std::chrono::milliseconds>(zk::ensemble_options(cfg).tick_time);
-      zk_ = std::make_unique<ZkEnsemble>(members, dir_.path(), tick.count(), sc_.lock_key);
-      zk_->start();
-      for (const std::string& m : members) {
-        h.service_nodes.push_back(m);
-        names_.push_back(m);
-        out_.servers.push_back(m);
-      }
-    }
-    for (std::uint32_t i = 1; i <= n && !etcd_ && !pg_ && !zk_; ++i) {
-      const std::string name = fmt::format("redis{}", i);
-      servers_.push_back(
-          std::make_unique<RedisServer>(RedisOptions{name, cfg.aof, cfg.fsync}, dir_.path() + "/" + name));
-      servers_.back()->start();
-      listeners_.push_back(std::make_unique<RecordListener>(name, servers_.back()->port()));
-      listeners_.back()->wait_subscribed();
-      h.service_nodes.push_back(name);
-      names_.push_back(name);
-      out_.servers.push_back(name);
-    }
-    if (fenced_ && cfg.first_token > 1 && !servers_.empty())
-      servers_[0]->command({"SET", sc_.lock_key + ":token", std::to_string(cfg.first_token - 1)});
-    names_.push_back(sc_.resource_name);
-    out_.resource = sc_.resource_name;
-
-    const std::int64_t m1 = mono_ns(), r = real_ns(), m2 = mono_ns();
-    t0_ = m1 + (m2 - m1) / 2;
-    real0_ = r;
-    store_ = std::make_unique<StoreServer>(mode == ResourceMode::fenced, t0_);
-    for (const ClientSpec& c : sc_.clients) fork_client(c, cfg, n);
-    if (zk_) zk_->start_recorder();  // its threads start after the last fork
-    store_->start();
-    for (std::size_t i = 0; i < sc_.faults.size(); ++i)
-      if (fault_applies(sc_, protocol_, sc_.faults[i])) {
-        armed_.push_back({&sc_.faults[i], i});
-        const Fault& f = sc_.faults[i].fault;
-        if (f.kind != Fault::Kind::partition && f.when.kind == Trigger::Kind::at)
-          actions_.push_back({f.when.at.count(), ActionKind::fire, armed_.size() - 1});
-      }
-    loop();
-    assemble();
-    return std::move(out_);
   }
-
- private:
-  std::int64_t now() const { return mono_ns() - t0_; }
-  ProcId id_of(const std::string& name) const {
-    auto it = std::find(names_.begin(), names_.end(), name);
-    return it == names_.end() ? ProcId{} : ProcId{static_cast<std::uint32_t>(it - names_.begin())};
+  if (is_pg(protocol_)) {
+    // PostgreSQL: db1, as the simulated world names it, answering a query, with the schema made.
+    pg_ = std::make_unique<PgServer>("db1", dir_.path() + "/db1");
+    pg_->start();
+    h.service_nodes.push_back("db1");
+    names_.push_back("db1");
+    out_.servers.push_back("db1");
   }
-  void trace(TraceKind k, const std::string& proc, std::string label, std::string detail = {},
-             std::int64_t t = -1) {
-    const Time at{t < 0 ? now() : t};
-    out_.trace.push_back({at, at, at, k, id_of(proc), {}, 0, std::move(label), std::move(detail)});
-  }
-
-  void fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::uint32_t n) {
-    ClientPlan plan;
-    plan.protocol = protocol_;
-    plan.config = cfg;
-    plan.spec = c;
-    plan.lock_key = sc_.lock_key;
-    plan.resource_key = sc_.resource_key;
-    plan.send_tokens = fenced_;
-    for (auto& s : servers_) plan.ports.push_back(s->port());
-    if (etcd_) plan.ports = etcd_->client_ports();
-    if (pg_) {
-      plan.ports = {pg_->port()};
-      plan.pg_conninfo = pg_->conninfo();
-      // The simulated server's idle_in_transaction_timeout is PostgreSQL's own setting, per session.
-      if (const auto idle = cfg.idle_in_transaction_timeout.count() / 1'000'000; idle > 0)
-        plan.pg_conninfo += fmt::format(" options='-c idle_in_transaction_session_timeout={}'", idle);
-      plan.same_db = cfg.same_db_resource;
+  if (is_zk(protocol_)) {
+    // ZooKeeper: zk1..zkN with the scenario's (scaled) tickTime, a leader elected, the recorder watching.
+    std::vector<std::string> members;
+    for (const ServiceProcess& p : h.service.processes) members.push_back(p.name);
+    const auto tick =
+        std::chrono::duration_cast<std::chrono::milliseconds>(zk::ensemble_options(cfg).tick_time);
+    zk_ = std::make_unique<ZkEnsemble>(members, dir_.path(), tick.count(), sc_.lock_key);
+    zk_->start();
+    for (const std::string& m : members) {
+      h.service_nodes.push_back(m);
+      names_.push_back(m);
+      out_.servers.push_back(m);
     }
-    if (zk_) plan.ports = zk_->client_ports();
-    plan.cut.assign(n, 0);
-    for (const FaultSpec& f : sc_.faults) {
-      if (f.fault.kind != Fault::Kind::partition || !fault_applies(sc_, protocol_, f)) continue;
-      auto on = [&](const std::vector<std::string>& side, const std::string& x) {
-        return std::find(side.begin(), side.end(), x) != side.end();
-      };
-      for (std::uint32_t i = 0; i < n; ++i) {
-        const std::string node = fmt::format("redis{}", i + 1);
-        if ((on(f.side_a, c.name) && on(f.side_b, node)) || (on(f.side_b, c.name) && on(f.side_a, node)))
-          plan.cut[i] = 1;
-      }
-    }
-    plan.store_port = store_->port();
-    plan.t0 = t0_;
-    int rep[2], ack[2];
-    if (::pipe2(rep, O_CLOEXEC) < 0 || ::pipe2(ack, O_CLOEXEC) < 0) throw std::runtime_error("pipe failed");
-    plan.report_fd = rep[1];
-    plan.ack_fd = ack[0];
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
-    if (pid == 0) {
-      become_child();
-      ::close(rep[0]);
-      ::close(ack[1]);
-      try {
-        client_main(plan);
-      } catch (...) {
-      }
-      ::_exit(4);
-    }
-    register_child(pid);
-    ::close(rep[1]);
-    ::close(ack[0]);
-    Child ch;
-    ch.name = c.name;
-    names_.push_back(c.name);
-    ch.id = id_of(c.name);
-    ch.pid = pid;
-    ch.report = rep[0];
-    ch.ack = ack[1];
-    children_.push_back(std::move(ch));
-    out_.clients.push_back(c.name);
   }
+  for (std::uint32_t i = 1; i <= n && !etcd_ && !pg_ && !zk_; ++i) {
+    const std::string name = fmt::format("redis{}", i);
+    servers_.push_back(
+        std::make_unique<RedisServer>(RedisOptions{name, cfg.aof, cfg.fsync}, dir_.path() + "/" + name));
+    servers_.back()->start();
+    listeners_.push_back(std::make_unique<RecordListener>(name, servers_.back()->port()));
+    listeners_.back()->wait_subscribed();
+    h.service_nodes.push_back(name);
+    names_.push_back(name);
+    out_.servers.push_back(name);
+  }
+  if (fenced_ && cfg.first_token > 1 && !servers_.empty())
+    servers_[0]->command({"SET", sc_.lock_key + ":token", std::to_string(cfg.first_token - 1)});
+  names_.push_back(sc_.resource_name);
+  out_.resource = sc_.resource_name;
 
-  Child* child(const std::string& name) {
-    for (Child& c : children_)
-      if (c.name == name) return &c;
-    return nullptr;
-  }
-  RedisServer* server(const std::string& name) {
-    for (auto& s : servers_)
-      if (s->name() == name) return s.get();
-    return nullptr;
-  }
-  RecordListener* listener(const std::string& name) {
-    for (std::size_t i = 0; i < servers_.size(); ++i)
-      if (servers_[i]->name() == name) return listeners_[i].get();
-    return nullptr;
-  }
-
-  void fire(std::size_t a) {
-    Armed& armed = armed_[a];
-    if (armed.fired) return;
-    armed.fired = true;
-    const FaultSpec& fs = *armed.spec;
-    const Fault& f = fs.fault;
-    ++firings_[armed.index];
-    armed.target = fs.target;
-    if (etcd_ && parse_fault_role(fs.target) == FaultRole::leader) armed.target = etcd_->leader();
-    if (zk_ && parse_fault_role(fs.target) == FaultRole::leader) armed.target = zk_->leader();
-    trace(TraceKind::fault, armed.target, std::string(to_string(f.kind)),
-          armed.target == fs.target ? fmt::format("target={}", fs.target)
-                                    : fmt::format("target={} ({}={})", armed.target, fs.target,
-                                                  armed.target.empty() ? "none" : armed.target));
-    if (Child* c = child(fs.target)) {
-      if (c->done) return;
-      if (f.kind == Fault::Kind::pause) {
-        ::kill(c->pid, SIGSTOP);
-        trace(TraceKind::pause, c->name, "pause", fmt::format("SIGSTOP for {} ns", f.duration.count()));
-        actions_.push_back({now() + f.duration.count(), ActionKind::resume, a});
-      } else if (f.kind == Fault::Kind::crash) {
-        kill_and_reap(c->pid);
-        c->pid = -1;
-        c->done = true;
-        trace(TraceKind::crash, c->name, "crash", "SIGKILL");
-        for (auto& [id, g] : c->grants)
-          if (g.belief_end == kTimeMax) {
-            g.belief_end = Time{now()};
-            g.end_reason = "crashed";
-          }
-      }
-      return;
+  const std::int64_t m1 = mono_ns(), r = real_ns(), m2 = mono_ns();
+  t0_ = m1 + (m2 - m1) / 2;
+  real0_ = r;
+  store_ = std::make_unique<StoreServer>(mode == ResourceMode::fenced, t0_);
+  for (const ClientSpec& c : sc_.clients) fork_client(c, cfg, n);
+  if (zk_) zk_->start_recorder();  // its threads start after the last fork
+  store_->start();
+  for (std::size_t i = 0; i < sc_.faults.size(); ++i)
+    if (fault_applies(sc_, protocol_, sc_.faults[i])) {
+      armed_.push_back({&sc_.faults[i], i});
+      const Fault& f = sc_.faults[i].fault;
+      if (f.kind != Fault::Kind::partition && f.when.kind == Trigger::Kind::at)
+        actions_.push_back({f.when.at.count(), ActionKind::fire, armed_.size() - 1});
     }
-    if (etcd_ && etcd_->has(armed.target)) {
-      const std::string& m = armed.target;
-      if (f.kind == Fault::Kind::crash && etcd_->running(m)) {
-        etcd_->kill(m);
-        trace(TraceKind::crash, m, "crash", "SIGKILL");
-        if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});
-      } else if (f.kind == Fault::Kind::restart && !etcd_->running(m)) {
+  loop();
+  assemble();
+  return std::move(out_);
+}
+
+void RealRun::fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::uint32_t n) {
+  ClientPlan plan;
+  plan.protocol = protocol_;
+  plan.config = cfg;
+  plan.spec = c;
+  plan.lock_key = sc_.lock_key;
+  plan.resource_key = sc_.resource_key;
+  plan.send_tokens = fenced_;
+  for (auto& s : servers_) plan.ports.push_back(s->port());
+  if (etcd_) plan.ports = etcd_->client_ports();
+  if (pg_) {
+    plan.ports = {pg_->port()};
+    plan.pg_conninfo = pg_->conninfo();
+    // The simulated server's idle_in_transaction_timeout is PostgreSQL's own setting, per session.
+    if (const auto idle = cfg.idle_in_transaction_timeout.count() / 1'000'000; idle > 0)
+      plan.pg_conninfo += fmt::format(" options='-c idle_in_transaction_session_timeout={}'", idle);
+    plan.same_db = cfg.same_db_resource;
+  }
+  if (zk_) plan.ports = zk_->client_ports();
+  plan.cut.assign(n, 0);
+  for (const FaultSpec& f : sc_.faults) {
+    if (f.fault.kind != Fault::Kind::partition || !fault_applies(sc_, protocol_, f)) continue;
+    auto on = [&](const std::vector<std::string>& side, const std::string& x) {
+      return std::find(side.begin(), side.end(), x) != side.end();
+    };
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::string node = fmt::format("redis{}", i + 1);
+      if ((on(f.side_a, c.name) && on(f.side_b, node)) || (on(f.side_b, c.name) && on(f.side_a, node)))
+        plan.cut[i] = 1;
+    }
+  }
+  plan.store_port = store_->port();
+  plan.t0 = t0_;
+  int rep[2], ack[2];
+  if (::pipe2(rep, O_CLOEXEC) < 0 || ::pipe2(ack, O_CLOEXEC) < 0) throw std::runtime_error("pipe failed");
+  plan.report_fd = rep[1];
+  plan.ack_fd = ack[0];
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    become_child();
+    ::close(rep[0]);
+    ::close(ack[1]);
+    try {
+      client_main(plan);
+    } catch (...) {
+    }
+    ::_exit(4);
+  }
+  register_child(pid);
+  ::close(rep[1]);
+  ::close(ack[0]);
+  Child ch;
+  ch.name = c.name;
+  names_.push_back(c.name);
+  ch.id = id_of(c.name);
+  ch.pid = pid;
+  ch.report = rep[0];
+  ch.ack = ack[1];
+  children_.push_back(std::move(ch));
+  out_.clients.push_back(c.name);
+}
+
+void RealRun::on_line(Child& c, const std::string& line) {
+  std::istringstream in(line);
+  std::string what;
+  in >> what;
+  if (what == "note") {
+    std::int64_t t = 0;
+    std::string label, detail;
+    in >> t >> label;
+    in >> std::ws;
+    std::getline(in, detail);
+    trace(TraceKind::note, c.name, label, detail, t);
+    if (etcd_ && label == "acquire-committed") {
+      // The client counts itself granted after this ack: wait until etcd's own event reached the watcher.
+      const auto at = detail.find("revision=");
+      if (at != std::string::npos) etcd_->wait_record(std::stoull(detail.substr(at + 9)), 2'000'000'000);
+    }
+    if (zk_ && label == "acquire-committed") {
+      // Likewise: until the parent's own session saw the client's node become the lowest child.
+      const auto at = detail.find("czxid=");
+      if (at != std::string::npos)
+        zk_->recorder().wait_record(std::stoull(detail.substr(at + 6)), 2'000'000'000);
+    }
+    for (std::size_t a = 0; a < armed_.size(); ++a) {
+      const Fault& f = armed_[a].spec->fault;
+      if (armed_[a].fired || f.when.kind != Trigger::Kind::note || f.when.label != label) continue;
+      const std::string& who = armed_[a].spec->trigger_proc;
+      if (!who.empty() && who != "*" && who != c.name) continue;
+      if (++armed_[a].seen != std::max<std::uint32_t>(1, f.when.nth)) continue;
+      if (f.when.delay > 0ns)
+        actions_.push_back({now() + f.when.delay.count(), ActionKind::fire, a});
+      else
+        fire(a);  // before the ack: the pause falls exactly after the note
+    }
+    const char b = 'k';
+    if (!c.done) (void)!::write(c.ack, &b, 1);
+  } else if (what == "grant") {
+    std::uint64_t g = 0;
+    std::int64_t req = 0, got = 0, until = 0;
+    std::string token, value;
+    in >> g >> req >> got >> until >> token >> value;
+    GrantRecord r;
+    r.client = c.name;
+    r.key = sc_.lock_key;
+    r.value = value;
+    r.token = parse_token(token);
+    r.requested = Time{req};
+    r.granted = Time{got};
+    r.believed_valid_until = Time{until};
+    c.grants[g] = r;
+  } else if (what == "end") {
+    std::uint64_t g = 0;
+    std::int64_t t = 0;
+    std::string reason;
+    in >> g >> t >> reason;
+    auto it = c.grants.find(g);
+    if (it != c.grants.end() && it->second.belief_end == kTimeMax) {
+      it->second.belief_end = Time{t};
+      it->second.end_reason = reason;
+    }
+  } else if (what == "write") {
+    std::uint64_t w = 0, g = 0;
+    std::int64_t sent = 0, checked = 0;
+    int lc = 0;
+    std::string token, value;
+    in >> w >> g >> sent >> checked >> lc >> token >> value;
+    WriteRecord r;
+    r.client = c.name;
+    r.key = sc_.resource_key;
+    r.value = value;
+    r.token = parse_token(token);
+    r.sent = Time{sent};
+    r.checked = Time{checked};
+    r.lease_checked = lc != 0;
+    c.writes[w] = r;
+    c.write_grant[w] = g;
+  } else if (what == "ack") {
+    std::uint64_t w = 0;
+    int ok = 0;
+    in >> w >> ok;
+    if (auto it = c.writes.find(w); it != c.writes.end()) it->second.acknowledged = ok != 0;
+  } else if (what == "done") {
+    trace(TraceKind::exit, c.name, "exit");
+  }
+}
+
+void RealRun::read_child(Child& c) {
+  char buf[4096];
+  const ssize_t n = ::read(c.report, buf, sizeof buf);
+  if (n <= 0) {
+    ::close(c.report);
+    c.report = -1;
+    if (c.pid > 0) {
+      int st = 0;
+      ::waitpid(c.pid, &st, 0);
+      forget_child(c.pid);
+      c.pid = -1;
+    }
+    c.done = true;
+    return;
+  }
+  c.buffer.append(buf, static_cast<std::size_t>(n));
+  for (std::size_t nl; (nl = c.buffer.find('\n')) != std::string::npos;) {
+    const std::string line = c.buffer.substr(0, nl);
+    c.buffer.erase(0, nl + 1);
+    on_line(c, line);
+  }
+}
+
+void RealRun::loop() {
+  const std::int64_t limit = std::min<std::int64_t>(sc_.max_time.count(), opts_.deadline_ns);
+  for (;;) {
+    check_interrupted();
+    // Due actions, in time order.
+    std::sort(actions_.begin(), actions_.end(), [](const Action& a, const Action& b) { return a.at < b.at; });
+    while (!actions_.empty() && actions_.front().at <= now()) {
+      const Action act = actions_.front();
+      actions_.erase(actions_.begin());
+      const FaultSpec& fs = *armed_[act.armed].spec;
+      if (act.kind == ActionKind::fire) {
+        fire(act.armed);
+      } else if (act.kind == ActionKind::resume) {
+        if (Child* c = child(fs.target); c && c->pid > 0) {
+          ::kill(c->pid, SIGCONT);
+          trace(TraceKind::resume, c->name, "resume", "SIGCONT");
+        }
+      } else if (RedisServer* s = server(fs.target)) {
+        restart(*s);
+      } else if (const std::string& m = armed_[act.armed].target;
+                 etcd_ && etcd_->has(m) && !etcd_->running(m)) {
         etcd_->restart(m);
         trace(TraceKind::restart, m, "restart", "etcd again on its folder");
-      }
-      return;
-    }
-    if (zk_ && zk_->has(armed.target)) {
-      const std::string& m = armed.target;
-      if (f.kind == Fault::Kind::crash && zk_->running(m)) {
-        zk_->kill(m);
-        trace(TraceKind::crash, m, "crash", "SIGKILL of its JVM");
-        if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});
-      } else if (f.kind == Fault::Kind::restart && !zk_->running(m)) {
+      } else if (zk_ && zk_->has(m) && !zk_->running(m)) {
         zk_->restart(m);
         trace(TraceKind::restart, m, "restart", "ZooKeeper again on its folder");
       }
-      return;
     }
-    if (RedisServer* s = server(fs.target)) {
-      if (f.kind == Fault::Kind::crash && s->running()) {
-        s->kill();
-        listener(s->name())->wait_disconnected();
-        trace(TraceKind::crash, s->name(), "crash", f.power_loss ? "SIGKILL (power loss)" : "SIGKILL");
-        if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});
-      } else if (f.kind == Fault::Kind::restart) {
-        restart(*s);
-      }
-    }
-  }
-
-  void restart(RedisServer& s) {
-    if (s.running()) return;
-    s.start();
-    listener(s.name())->wait_subscribed();
-    trace(TraceKind::restart, s.name(), "restart", "redis-server again on its folder");
-  }
-
-  void on_line(Child& c, const std::string& line) {
-    std::istringstream in(line);
-    std::string what;
-    in >> what;
-    if (what == "note") {
-      std::int64_t t = 0;
-      std::string label, detail;
-      in >> t >> label;
-      in >> std::ws;
-      std::getline(in, detail);
-      trace(TraceKind::note, c.name, label, detail, t);
-      if (etcd_ && label == "acquire-committed") {
-        // The client counts itself granted after this ack: wait until etcd's own event reached the watcher.
-        const auto at = detail.find("revision=");
-        if (at != std::string::npos) etcd_->wait_record(std::stoull(detail.substr(at + 9)), 2'000'000'000);
-      }
-      if (zk_ && label == "acquire-committed") {
-        // Likewise: until the parent's own session saw the client's node become the lowest child.
-        const auto at = detail.find("czxid=");
-        if (at != std::string::npos)
-          zk_->recorder().wait_record(std::stoull(detail.substr(at + 6)), 2'000'000'000);
-      }
-      for (std::size_t a = 0; a < armed_.size(); ++a) {
-        const Fault& f = armed_[a].spec->fault;
-        if (armed_[a].fired || f.when.kind != Trigger::Kind::note || f.when.label != label) continue;
-        const std::string& who = armed_[a].spec->trigger_proc;
-        if (!who.empty() && who != "*" && who != c.name) continue;
-        if (++armed_[a].seen != std::max<std::uint32_t>(1, f.when.nth)) continue;
-        if (f.when.delay > 0ns)
-          actions_.push_back({now() + f.when.delay.count(), ActionKind::fire, a});
-        else
-          fire(a);  // before the ack: the pause falls exactly after the note
-      }
-      const char b = 'k';
-      if (!c.done) (void)!::write(c.ack, &b, 1);
-    } else if (what == "grant") {
-      std::uint64_t g = 0;
-      std::int64_t req = 0, got = 0, until = 0;
-      std::string token, value;
-      in >> g >> req >> got >> until >> token >> value;
-      GrantRecord r;
-      r.client = c.name;
-      r.key = sc_.lock_key;
-      r.value = value;
-      r.token = parse_token(token);
-      r.requested = Time{req};
-      r.granted = Time{got};
-      r.believed_valid_until = Time{until};
-      c.grants[g] = r;
-    } else if (what == "end") {
-      std::uint64_t g = 0;
-      std::int64_t t = 0;
-      std::string reason;
-      in >> g >> t >> reason;
-      auto it = c.grants.find(g);
-      if (it != c.grants.end() && it->second.belief_end == kTimeMax) {
-        it->second.belief_end = Time{t};
-        it->second.end_reason = reason;
-      }
-    } else if (what == "write") {
-      std::uint64_t w = 0, g = 0;
-      std::int64_t sent = 0, checked = 0;
-      int lc = 0;
-      std::string token, value;
-      in >> w >> g >> sent >> checked >> lc >> token >> value;
-      WriteRecord r;
-      r.client = c.name;
-      r.key = sc_.resource_key;
-      r.value = value;
-      r.token = parse_token(token);
-      r.sent = Time{sent};
-      r.checked = Time{checked};
-      r.lease_checked = lc != 0;
-      c.writes[w] = r;
-      c.write_grant[w] = g;
-    } else if (what == "ack") {
-      std::uint64_t w = 0;
-      int ok = 0;
-      in >> w >> ok;
-      if (auto it = c.writes.find(w); it != c.writes.end()) it->second.acknowledged = ok != 0;
-    } else if (what == "done") {
-      trace(TraceKind::exit, c.name, "exit");
-    }
-  }
-
-  void read_child(Child& c) {
-    char buf[4096];
-    const ssize_t n = ::read(c.report, buf, sizeof buf);
-    if (n <= 0) {
-      ::close(c.report);
-      c.report = -1;
-      if (c.pid > 0) {
-        int st = 0;
-        ::waitpid(c.pid, &st, 0);
-        forget_child(c.pid);
-        c.pid = -1;
-      }
-      c.done = true;
-      return;
-    }
-    c.buffer.append(buf, static_cast<std::size_t>(n));
-    for (std::size_t nl; (nl = c.buffer.find('\n')) != std::string::npos;) {
-      const std::string line = c.buffer.substr(0, nl);
-      c.buffer.erase(0, nl + 1);
-      on_line(c, line);
-    }
-  }
-
-  void loop() {
-    const std::int64_t limit = std::min<std::int64_t>(sc_.max_time.count(), opts_.deadline_ns);
-    for (;;) {
-      check_interrupted();
-      // Due actions, in time order.
-      std::sort(actions_.begin(), actions_.end(),
-                [](const Action& a, const Action& b) { return a.at < b.at; });
-      while (!actions_.empty() && actions_.front().at <= now()) {
-        const Action act = actions_.front();
-        actions_.erase(actions_.begin());
-        const FaultSpec& fs = *armed_[act.armed].spec;
-        if (act.kind == ActionKind::fire) {
-          fire(act.armed);
-        } else if (act.kind == ActionKind::resume) {
-          if (Child* c = child(fs.target); c && c->pid > 0) {
-            ::kill(c->pid, SIGCONT);
-            trace(TraceKind::resume, c->name, "resume", "SIGCONT");
-          }
-        } else if (RedisServer* s = server(fs.target)) {
-          restart(*s);
-        } else if (const std::string& m = armed_[act.armed].target;
-                   etcd_ && etcd_->has(m) && !etcd_->running(m)) {
-          etcd_->restart(m);
-          trace(TraceKind::restart, m, "restart", "etcd again on its folder");
-        } else if (zk_ && zk_->has(m) && !zk_->running(m)) {
-          zk_->restart(m);
-          trace(TraceKind::restart, m, "restart", "ZooKeeper again on its folder");
-        }
-      }
-      std::vector<pollfd> fds;
-      std::vector<Child*> who;
-      for (Child& c : children_)
-        if (c.report >= 0) {
-          fds.push_back({c.report, POLLIN, 0});
-          who.push_back(&c);
-        }
-      if (fds.empty()) break;  // every client has ended
-      if (now() >= limit) {
-        if (limit < sc_.max_time.count())
-          throw std::runtime_error(fmt::format("{} × {}: the real run did not finish within {} s", sc_.name,
-                                               protocol_, opts_.deadline_ns / 1'000'000'000));
-        out_.run.reason = StopReason::time_limit;
-        break;
-      }
-      std::int64_t wait = 20'000'000;
-      for (const Action& a : actions_) wait = std::min(wait, std::max<std::int64_t>(0, a.at - now()));
-      ::poll(fds.data(), fds.size(), static_cast<int>((wait + 999'999) / 1'000'000));
-      for (std::size_t i = 0; i < fds.size(); ++i)
-        if (fds[i].revents) read_child(*who[i]);
-    }
-    out_.run.end = Time{now()};
-  }
-
-  void assemble() {
-    History& h = out_.history;
-    // Grants in the order their clients learned of them, writes in the order they were sent (ties: client
-    // order), as the simulated workload appends them.
-    struct G {
-      Child* c;
-      std::uint64_t local;
-    };
-    std::vector<G> gs;
+    std::vector<pollfd> fds;
+    std::vector<Child*> who;
     for (Child& c : children_)
-      for (auto& [id, g] : c.grants) gs.push_back({&c, id});
-    std::stable_sort(gs.begin(), gs.end(), [](const G& a, const G& b) {
-      return a.c->grants[a.local].granted < b.c->grants[b.local].granted;
-    });
-    std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> grant_id, write_id;
-    for (const G& g : gs) grant_id[{g.c->name, g.local}] = h.add_grant(g.c->grants[g.local]);
-    std::vector<G> ws;
-    for (Child& c : children_)
-      for (auto& [id, w] : c.writes) ws.push_back({&c, id});
-    std::stable_sort(ws.begin(), ws.end(), [](const G& a, const G& b) {
-      return a.c->writes[a.local].sent < b.c->writes[b.local].sent;
-    });
-    for (const G& w : ws) {
-      WriteRecord r = w.c->writes[w.local];
-      r.grant = grant_id.at({w.c->name, w.c->write_grant[w.local]});
-      write_id[{w.c->name, w.local}] = h.add_write(r);
-    }
-    std::vector<StoreEntry> log = store_->log();
-    std::string resource = sc_.resource_name;
-    if (pg_) {
-      // The database lease's grants are lease_grants' rows (written inside AcquireLease's transaction); with
-      // resource = "same-db" the resource's log is db1's resource_log (write_with_fence's decisions).
-      for (const PgGrant& g : pg_->grants()) {
-        h.service_sets.push_back({Time{g.real_ns - real0_}, "db1", g.name, g.owner});
-        trace(TraceKind::note, "db1", "granted",
-              fmt::format("key={} owner={} token={}", g.name, g.owner, g.token), g.real_ns - real0_);
+      if (c.report >= 0) {
+        fds.push_back({c.report, POLLIN, 0});
+        who.push_back(&c);
       }
-      if (sc_.config_for(protocol_).same_db_resource) {
-        resource = "db1";
-        log.clear();
-        for (const PgWrite& w : pg_->writes())
-          log.push_back(
-              {w.real_ns - real0_, w.client, w.write, w.key, w.value, w.token, w.accepted, w.reason});
-      }
+    if (fds.empty()) break;  // every client has ended
+    if (now() >= limit) {
+      if (limit < sc_.max_time.count())
+        throw std::runtime_error(fmt::format("{} × {}: the real run did not finish within {} s", sc_.name,
+                                             protocol_, opts_.deadline_ns / 1'000'000'000));
+      out_.run.reason = StopReason::time_limit;
+      break;
     }
-    for (const StoreEntry& e : log) {
-      auto it = write_id.find({e.client, e.write});
-      h.log(ResourceEntry{.op = ResourceEntry::Op::write,
-                          .time = Time{e.time_ns},
-                          .resource = resource,
-                          .key = e.key,
-                          .request = it == write_id.end() ? kNoId : it->second,
-                          .token = e.token,
-                          .accepted = e.accepted,
-                          .applied = e.accepted,
-                          .value = e.value,
-                          .reason = e.reason});
-    }
-    if (etcd_)
-      for (const LeaseRecord& l : etcd_->records()) {
-        h.service_sets.push_back({Time{l.mono_ns - t0_}, l.node, l.key, l.lease});
-        trace(TraceKind::note, l.node, "created",
-              fmt::format("key={} lease={} revision={}", l.key, l.lease, l.revision), l.mono_ns - t0_);
-      }
-    if (zk_)
-      for (const ZkRecord& z : zk_->recorder().records()) {
-        const auto colon = z.server.rfind(':');
-        const std::string node =
-            colon == std::string::npos
-                ? z.server
-                : zk_->member_of_port(static_cast<std::uint16_t>(std::stoul(z.server.substr(colon + 1))));
-        h.service_sets.push_back({Time{z.mono_ns - t0_}, node, sc_.lock_key, std::to_string(z.czxid)});
-        trace(TraceKind::note, node, "lowest",
-              fmt::format("node={} czxid={} ctime={} ephemeralOwner=0x{:x}", z.node, z.czxid, z.ctime_ms,
-                          z.ephemeral_owner),
-              z.mono_ns - t0_);
-      }
-    std::vector<SetRecord> sets;
-    for (auto& l : listeners_)
-      for (SetRecord& s : l->records()) sets.push_back(std::move(s));
-    std::stable_sort(sets.begin(), sets.end(),
-                     [](const SetRecord& a, const SetRecord& b) { return a.real_ns < b.real_ns; });
-    for (const SetRecord& s : sets) {
-      h.service_sets.push_back({Time{s.real_ns - real0_}, s.node, s.key, s.value});
-      trace(TraceKind::note, s.node, "set", fmt::format("key={} value={}", s.key, s.value),
-            s.real_ns - real0_);
-    }
-    std::stable_sort(out_.trace.begin(), out_.trace.end(),
-                     [](const TraceEvent& a, const TraceEvent& b) { return a.time < b.time; });
-    h.summarize();
-    out_.check = check(h);
-    out_.events = out_.trace.size();
-    out_.process_names = names_;
-    for (const Armed& a : armed_) {
-      Fault f = a.spec->fault;
-      f.target = id_of(a.target.empty() ? a.spec->target : a.target);
-      out_.faults.push_back(f);
-      out_.fault_specs.push_back(a.index);
-      out_.fault_firings.push_back(firings_[a.index]);
-      out_.fault_draws.emplace_back();
-    }
+    std::int64_t wait = 20'000'000;
+    for (const Action& a : actions_) wait = std::min(wait, std::max<std::int64_t>(0, a.at - now()));
+    ::poll(fds.data(), fds.size(), static_cast<int>((wait + 999'999) / 1'000'000));
+    for (std::size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents) read_child(*who[i]);
   }
+  out_.run.end = Time{now()};
+}
 
-  const Scenario& sc_;
-  std::string protocol_;
-  RealOptions opts_;
-  TempDir dir_;
-  bool fenced_ = false;
-  std::int64_t t0_ = 0, real0_ = 0;
-  std::vector<std::unique_ptr<RedisServer>> servers_;
-  std::vector<std::unique_ptr<RecordListener>> listeners_;
-  std::unique_ptr<EtcdCluster> etcd_;
-  std::unique_ptr<PgServer> pg_;
-  std::unique_ptr<ZkEnsemble> zk_;
-  std::unique_ptr<StoreServer> store_;
-  std::vector<Child> children_;
-  std::vector<std::string> names_;
-  std::vector<Armed> armed_;
-  std::vector<Action> actions_;
-  std::map<std::size_t, std::uint32_t> firings_;
-  RunOutput out_;
-};
-
-}  // namespace
+}  // namespace detail
 
 RunOutput run_real(const Scenario& sc, const std::string& protocol, const RealOptions& opts) {
   install_signal_handlers();
-  RealRun run(sc, protocol, opts);
+  detail::RealRun run(sc, protocol, opts);
   return run.run();
 }
 

@@ -1,0 +1,86 @@
+#include <signal.h>
+
+#include <fmt/format.h>
+
+#include "reality/plan.hpp"
+#include "reality/real_run.hpp"
+
+namespace locksim::reality::detail {
+
+void RealRun::fire(std::size_t a) {
+  Armed& armed = armed_[a];
+  if (armed.fired) return;
+  armed.fired = true;
+  const FaultSpec& fs = *armed.spec;
+  const Fault& f = fs.fault;
+  ++firings_[armed.index];
+  armed.target = fs.target;
+  if (etcd_ && parse_fault_role(fs.target) == FaultRole::leader) armed.target = etcd_->leader();
+  if (zk_ && parse_fault_role(fs.target) == FaultRole::leader) armed.target = zk_->leader();
+  trace(TraceKind::fault, armed.target, std::string(to_string(f.kind)),
+        armed.target == fs.target ? fmt::format("target={}", fs.target)
+                                  : fmt::format("target={} ({}={})", armed.target, fs.target,
+                                                armed.target.empty() ? "none" : armed.target));
+  if (Child* c = child(fs.target)) {
+    if (c->done) return;
+    if (f.kind == Fault::Kind::pause) {
+      ::kill(c->pid, SIGSTOP);
+      trace(TraceKind::pause, c->name, "pause", fmt::format("SIGSTOP for {} ns", f.duration.count()));
+      actions_.push_back({now() + f.duration.count(), ActionKind::resume, a});
+    } else if (f.kind == Fault::Kind::crash) {
+      kill_and_reap(c->pid);
+      c->pid = -1;
+      c->done = true;
+      trace(TraceKind::crash, c->name, "crash", "SIGKILL");
+      for (auto& [id, g] : c->grants)
+        if (g.belief_end == kTimeMax) {
+          g.belief_end = Time{now()};
+          g.end_reason = "crashed";
+        }
+    }
+    return;
+  }
+  if (etcd_ && etcd_->has(armed.target)) {
+    const std::string& m = armed.target;
+    if (f.kind == Fault::Kind::crash && etcd_->running(m)) {
+      etcd_->kill(m);
+      trace(TraceKind::crash, m, "crash", "SIGKILL");
+      if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});
+    } else if (f.kind == Fault::Kind::restart && !etcd_->running(m)) {
+      etcd_->restart(m);
+      trace(TraceKind::restart, m, "restart", "etcd again on its folder");
+    }
+    return;
+  }
+  if (zk_ && zk_->has(armed.target)) {
+    const std::string& m = armed.target;
+    if (f.kind == Fault::Kind::crash && zk_->running(m)) {
+      zk_->kill(m);
+      trace(TraceKind::crash, m, "crash", "SIGKILL of its JVM");
+      if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});
+    } else if (f.kind == Fault::Kind::restart && !zk_->running(m)) {
+      zk_->restart(m);
+      trace(TraceKind::restart, m, "restart", "ZooKeeper again on its folder");
+    }
+    return;
+  }
+  if (RedisServer* s = server(fs.target)) {
+    if (f.kind == Fault::Kind::crash && s->running()) {
+      s->kill();
+      listener(s->name())->wait_disconnected();
+      trace(TraceKind::crash, s->name(), "crash", f.power_loss ? "SIGKILL (power loss)" : "SIGKILL");
+      if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});
+    } else if (f.kind == Fault::Kind::restart) {
+      restart(*s);
+    }
+  }
+}
+
+void RealRun::restart(RedisServer& s) {
+  if (s.running()) return;
+  s.start();
+  listener(s.name())->wait_subscribed();
+  trace(TraceKind::restart, s.name(), "restart", "redis-server again on its folder");
+}
+
+}  // namespace locksim::reality::detail

@@ -1,0 +1,128 @@
+#pragma once
+/// One real run's state, shared by the files that implement it: run.cpp (start-up, the clients, the loop),
+/// faults.cpp (firing a fault the real way) and assemble.cpp (the History from what was recorded).
+#include <sys/types.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reality/children.hpp"
+#include "reality/client.hpp"
+#include "reality/etcd_server.hpp"
+#include "reality/pg_server.hpp"
+#include "reality/redis_server.hpp"
+#include "reality/run.hpp"
+#include "reality/store_server.hpp"
+#include "reality/zk_server.hpp"
+
+namespace locksim::reality::detail {
+
+/// One forked client as the parent sees it.
+struct Child {
+  std::string name;
+  ProcId id;
+  pid_t pid = -1;
+  int report = -1, ack = -1;  // the parent's ends
+  std::string buffer;
+  bool done = false;
+  std::map<std::uint64_t, GrantRecord> grants;  // by the client's own grant number
+  std::map<std::uint64_t, WriteRecord> writes;  // by the client's own write number
+  std::map<std::uint64_t, std::uint64_t> write_grant;
+};
+
+/// A fault of the plan as the parent fires it.
+struct Armed {
+  const FaultSpec* spec = nullptr;
+  std::size_t index = 0;  // in Scenario::faults
+  std::uint32_t seen = 0;
+  bool fired = false;
+  std::string target;  ///< the process it hit: the spec's target, or the member that led when it fired
+};
+
+enum class ActionKind : std::uint8_t { fire, resume, restart };
+struct Action {
+  std::int64_t at = 0;
+  ActionKind kind = ActionKind::fire;
+  std::size_t armed = 0;
+};
+
+class RealRun {
+ public:
+  RealRun(const Scenario& sc, std::string protocol, const RealOptions& opts);
+
+  ~RealRun();
+
+  /// Starts the servers, forks the clients, fires the faults, and returns the judged history.
+  RunOutput run();
+
+ private:
+  std::int64_t now() const { return mono_ns() - t0_; }
+  ProcId id_of(const std::string& name) const {
+    auto it = std::find(names_.begin(), names_.end(), name);
+    return it == names_.end() ? ProcId{} : ProcId{static_cast<std::uint32_t>(it - names_.begin())};
+  }
+  void trace(TraceKind k, const std::string& proc, std::string label, std::string detail = {},
+             std::int64_t t = -1) {
+    const Time at{t < 0 ? now() : t};
+    out_.trace.push_back({at, at, at, k, id_of(proc), {}, 0, std::move(label), std::move(detail)});
+  }
+
+  void fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::uint32_t n);
+
+  Child* child(const std::string& name) {
+    for (Child& c : children_)
+      if (c.name == name) return &c;
+    return nullptr;
+  }
+  RedisServer* server(const std::string& name) {
+    for (auto& s : servers_)
+      if (s->name() == name) return s.get();
+    return nullptr;
+  }
+  RecordListener* listener(const std::string& name) {
+    for (std::size_t i = 0; i < servers_.size(); ++i)
+      if (servers_[i]->name() == name) return listeners_[i].get();
+    return nullptr;
+  }
+
+  /// Fires armed fault `a` now (faults.cpp).
+  void fire(std::size_t a);
+
+  void restart(RedisServer& s);
+
+  /// One line a client reported.
+  void on_line(Child& c, const std::string& line);
+
+  void read_child(Child& c);
+
+  /// Reads the clients and fires due actions until every client ended or the time limit.
+  void loop();
+
+  /// The History from what the clients, the store and the servers recorded, judged (assemble.cpp).
+  void assemble();
+
+  const Scenario& sc_;
+  std::string protocol_;
+  RealOptions opts_;
+  TempDir dir_;
+  bool fenced_ = false;
+  std::int64_t t0_ = 0, real0_ = 0;
+  std::vector<std::unique_ptr<RedisServer>> servers_;
+  std::vector<std::unique_ptr<RecordListener>> listeners_;
+  std::unique_ptr<EtcdCluster> etcd_;
+  std::unique_ptr<PgServer> pg_;
+  std::unique_ptr<ZkEnsemble> zk_;
+  std::unique_ptr<StoreServer> store_;
+  std::vector<Child> children_;
+  std::vector<std::string> names_;
+  std::vector<Armed> armed_;
+  std::vector<Action> actions_;
+  std::map<std::size_t, std::uint32_t> firings_;
+  RunOutput out_;
+};
+
+}  // namespace locksim::reality::detail
