@@ -21,6 +21,7 @@ void RealRun::fire(std::size_t a) {
         armed.target == fs.target ? fmt::format("target={}", fs.target)
                                   : fmt::format("target={} ({}={})", armed.target, fs.target,
                                                 armed.target.empty() ? "none" : armed.target));
+  if (fire_network(a)) return;
   if (Child* c = child(fs.target)) {
     if (c->done) return;
     if (f.kind == Fault::Kind::pause) {

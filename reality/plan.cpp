@@ -175,10 +175,19 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
         "several resources are not run for real: the real resource is one locksim store server");
   if (!sc.resource_variant.empty())
     return fmt::format("the store variant '{}' is not run for real", sc.resource_variant);
-  const LinkOptions& d = sc.network.defaults;
-  if (!sc.links.empty() || d.loss_ppm || d.duplicate_ppm || d.reorder_ppm || !d.delay.is_constant() ||
-      d.delay.min > 5ms)
-    return std::string("network delay, loss or per-link settings need a TCP proxy, not built yet");
+  // Delay runs through the proxy (reality/proxy.hpp); loss, duplication and reordering are TCP's business.
+  std::vector<const LinkOptions*> links{&sc.network.defaults};
+  for (const LinkSpec& l : sc.links) links.push_back(&l.options);
+  for (const LinkOptions* l : links) {
+    if (l->loss_ppm)
+      return std::string(
+          "not reproducible over TCP: a lost packet is retransmitted, so a real stream loses no message "
+          "(network loss)");
+    if (l->duplicate_ppm)
+      return std::string("not reproducible over TCP: a duplicated segment is discarded by the receiver");
+    if (l->reorder_ppm)
+      return std::string("not reproducible over TCP: a stream's bytes are delivered in order");
+  }
   for (const ClientSpec& c : sc.clients) {
     if (c.renewal.on) return fmt::format("client {}: background renewal is not run for real yet", c.name);
     if (c.start_dist || c.work_dist || c.think_dist || c.retry_delay_dist)
@@ -236,23 +245,69 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
           return fmt::format("line {}: only a client is paused for real (SIGSTOP of a server: not yet)",
                              f.line);
         break;
-      case Fault::Kind::partition:
-        // A partition from the start that never heals, between clients and Redis nodes, is the real client
-        // never talking to those nodes.
-        if (x.when.kind != Trigger::Kind::at || x.when.at != Time{0} || x.duration > 0ns || x.one_way)
-          return fmt::format("line {}: a partition that begins late, heals or is one-way needs a TCP proxy",
-                             f.line);
+      case Fault::Kind::partition: {
+        // Through the proxy: the links between a client and a server (or the store). Servers talk to each
+        // other directly (etcd's and ZooKeeper's members), so a cut between two servers is not run.
+        const auto names = real_process_names(sc, protocol);
+        const auto real = [&](const std::string& n) {
+          return std::find(names.begin(), names.end(), n) != names.end();
+        };
         for (const auto* side : {&f.side_a, &f.side_b})
           for (const std::string& n : *side)
-            if (!is_client(sc, n) && (is_etcd(protocol) || is_pg(protocol) || n.rfind("redis", 0) != 0))
-              return fmt::format("line {}: only partitions between clients and Redis nodes are run for real",
-                                 f.line);
+            if (parse_fault_role(n))
+              return fmt::format("line {}: a partition side naming a role is not run for real", f.line);
+        for (const std::string& a : f.side_a)
+          for (const std::string& b : f.side_b)
+            if (real(a) && real(b) && !is_client(sc, a) && !is_client(sc, b))
+              return fmt::format(
+                  "line {}: a partition between {} and {} cuts a server-to-server link, which the proxy "
+                  "does not carry (only client-to-server links)",
+                  f.line, a, b);
+        break;
+      }
+      case Fault::Kind::heal:
+        break;
+      case Fault::Kind::delay_spike:
+        if (x.extra_dist)
+          return fmt::format("line {}: a delay spike with a drawn extra delay is not run for real", f.line);
+        for (const std::string* n : {&f.target, &f.peer})
+          if (!n->empty() && *n != "*" && parse_fault_role(*n))
+            return fmt::format("line {}: a role as target is not run for real", f.line);
+        if (!f.target.empty() && f.target != "*" && !f.peer.empty() && f.peer != "*" &&
+            is_client(sc, f.target) == is_client(sc, f.peer))
+          return fmt::format(
+              "line {}: a delay spike between {} and {} is not on a client-to-server link, the only links "
+              "the proxy carries",
+              f.line, f.target, f.peer);
         break;
       default:
         return fmt::format("line {}: a {} fault is not run for real", f.line, to_string(x.kind));
     }
   }
   return std::nullopt;
+}
+
+bool static_partition(const Scenario& sc, const std::string& protocol, const FaultSpec& f) {
+  const Fault& x = f.fault;
+  if (x.kind != Fault::Kind::partition || x.when.kind != Trigger::Kind::at || x.when.at != Time{0} ||
+      x.duration > 0ns || x.one_way || !f.split.empty() || is_etcd(protocol) || is_pg(protocol) ||
+      is_zk(protocol))
+    return false;
+  for (const auto* side : {&f.side_a, &f.side_b})
+    for (const std::string& n : *side)
+      if (!is_client(sc, n) && n.rfind("redis", 0) != 0) return false;
+  return true;
+}
+
+bool needs_proxy(const Scenario& sc, const std::string& protocol) {
+  const LinkOptions& d = sc.network.defaults;
+  if (!sc.links.empty() || !d.delay.is_constant() || d.delay.min > 5ms) return true;
+  for (const FaultSpec& f : sc.faults) {
+    if (!fault_applies(sc, protocol, f)) continue;
+    if (f.fault.kind == Fault::Kind::delay_spike || f.fault.kind == Fault::Kind::heal) return true;
+    if (f.fault.kind == Fault::Kind::partition && !static_partition(sc, protocol, f)) return true;
+  }
+  return false;
 }
 
 Scenario scaled(const Scenario& in, double f) {

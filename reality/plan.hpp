@@ -20,9 +20,18 @@ bool is_pg(const std::string& protocol);
 bool is_zk(const std::string& protocol);
 
 /// Why `protocol` cannot run `sc` for real (empty: it can). Clock jumps and drift give "not reproducible in
-/// reality: ..."; what this first version leaves out (network delay, loss and partitions that begin late or
-/// heal, replicas, renewal, read-modify-write programs) says so in its own words.
+/// reality: ..."; network loss, duplication and reordering "not reproducible over TCP"; what is not built
+/// (a server-to-server cut, replicas, renewal, read-modify-write programs) says so in its own words.
 std::optional<std::string> not_reproducible(const Scenario& sc, const std::string& protocol);
+
+/// Whether partition `f` is one a real client runs without the proxy, by never contacting the nodes cut off:
+/// from time 0, never healing, both ways, between clients and Redis nodes.
+bool static_partition(const Scenario& sc, const std::string& protocol, const FaultSpec& f);
+
+/// Whether the run needs the TCP proxy on its client links (reality/proxy.hpp): a partition other than a
+/// static one, a heal, a delay spike, a network delay over 5 ms or drawn from a distribution, or per-link
+/// settings. Without them the clients connect to the servers directly (loopback stands for the 1 ms links).
+bool needs_proxy(const Scenario& sc, const std::string& protocol);
 
 /// `sc` with every duration multiplied by `factor` (> 0): the protocols' (ttl, timeouts, retry delays,
 /// drift allowance, ZooKeeper's tickTime...), the clients' (start, work, think, retry delay, give-up), the

@@ -14,6 +14,7 @@
 #include "reality/client.hpp"
 #include "reality/etcd_server.hpp"
 #include "reality/pg_server.hpp"
+#include "reality/proxy.hpp"
 #include "reality/redis_server.hpp"
 #include "reality/run.hpp"
 #include "reality/store_server.hpp"
@@ -43,7 +44,9 @@ struct Armed {
   std::string target;  ///< the process it hit: the spec's target, or the member that led when it fired
 };
 
-enum class ActionKind : std::uint8_t { fire, resume, restart };
+/// fire a fault; resume a paused client; restart a crashed server; heal a partition's links; end a delay
+/// spike.
+enum class ActionKind : std::uint8_t { fire, resume, restart, heal, unspike };
 struct Action {
   std::int64_t at = 0;
   ActionKind kind = ActionKind::fire;
@@ -94,6 +97,20 @@ class RealRun {
 
   void restart(RedisServer& s);
 
+  // The network (network.cpp): the proxy on every client link, when the scenario needs one.
+  /// The servers a client talks to, by name, with their real ports (redis1..N, raft1..3, db1, zk1..3; the
+  /// store last).
+  std::vector<std::pair<std::string, std::uint16_t>> server_ports() const;
+  /// Makes the proxy's links (each client × each server and the store) with the scenario's delays.
+  void make_proxy();
+  /// The port client `client` connects to for server `server`: the proxy's, or `real` without a proxy.
+  std::uint16_t port_for(const std::string& client, const std::string& server, std::uint16_t real) const;
+  /// Fires a partition, heal or delay spike on the proxy; false: `a` is not a network fault.
+  bool fire_network(std::size_t a);
+  /// A heal or unspike action.
+  void end_network(const Action& act);
+  void cut(std::size_t link, Proxy::Dir d, bool on);
+
   /// One line a client reported.
   void on_line(Child& c, const std::string& line);
 
@@ -117,6 +134,11 @@ class RealRun {
   std::unique_ptr<PgServer> pg_;
   std::unique_ptr<ZkEnsemble> zk_;
   std::unique_ptr<StoreServer> store_;
+  std::unique_ptr<Proxy> proxy_;
+  std::map<std::pair<std::string, std::string>, std::size_t> proxy_links_;  ///< (client, server) -> link
+  std::map<std::pair<std::size_t, int>, int> cut_count_;  ///< (link, direction): partitions cutting it
+  std::map<std::size_t, std::vector<std::pair<std::size_t, Proxy::Dir>>> cut_by_;  ///< armed -> its cuts
+  std::map<std::size_t, std::vector<std::pair<std::size_t, Proxy::Dir>>> spiked_by_;
   std::vector<Child> children_;
   std::vector<std::string> names_;
   std::vector<Armed> armed_;

@@ -49,6 +49,7 @@ RealRun::~RealRun() {
     if (c.report >= 0) ::close(c.report);
     if (c.ack >= 0) ::close(c.ack);
   }
+  proxy_.reset();  // its connections and ports closed
   listeners_.clear();
   servers_.clear();  // kills what still runs
   etcd_.reset();
@@ -133,15 +134,17 @@ RunOutput RealRun::run() {
   t0_ = m1 + (m2 - m1) / 2;
   real0_ = r;
   store_ = std::make_unique<StoreServer>(mode == ResourceMode::fenced, t0_);
+  if (needs_proxy(sc_, protocol_)) make_proxy();  // its listening ports before the clients are forked
   for (const ClientSpec& c : sc_.clients) fork_client(c, cfg, n);
   if (zk_) zk_->start_recorder();  // its threads start after the last fork
+  if (proxy_) proxy_->start();     // likewise
   store_->start();
   for (std::size_t i = 0; i < sc_.faults.size(); ++i)
     if (fault_applies(sc_, protocol_, sc_.faults[i])) {
       armed_.push_back({&sc_.faults[i], i});
-      const Fault& f = sc_.faults[i].fault;
-      if (f.kind != Fault::Kind::partition && f.when.kind == Trigger::Kind::at)
-        actions_.push_back({f.when.at.count(), ActionKind::fire, armed_.size() - 1});
+      const FaultSpec& fs = sc_.faults[i];
+      if (!static_partition(sc_, protocol_, fs) && fs.fault.when.kind == Trigger::Kind::at)
+        actions_.push_back({fs.fault.when.at.count(), ActionKind::fire, armed_.size() - 1});
     }
   loop();
   assemble();
@@ -167,6 +170,15 @@ void RealRun::fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::u
     plan.same_db = cfg.same_db_resource;
   }
   if (zk_) plan.ports = zk_->client_ports();
+  if (proxy_) {
+    // Every server and the store through the client's own links of the proxy.
+    const auto servers = server_ports();
+    for (std::size_t i = 0; i < plan.ports.size() && i < servers.size(); ++i)
+      plan.ports[i] = port_for(c.name, servers[i].first, servers[i].second);
+    if (pg_)
+      plan.pg_conninfo = fmt::format("host=127.0.0.1 port={} {}", plan.ports[0],
+                                     plan.pg_conninfo.substr(plan.pg_conninfo.find("dbname=")));
+  }
   plan.cut.assign(n, 0);
   for (const FaultSpec& f : sc_.faults) {
     if (f.fault.kind != Fault::Kind::partition || !fault_applies(sc_, protocol_, f)) continue;
@@ -179,7 +191,7 @@ void RealRun::fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::u
         plan.cut[i] = 1;
     }
   }
-  plan.store_port = store_->port();
+  plan.store_port = port_for(c.name, sc_.resource_name, store_->port());
   plan.t0 = t0_;
   int rep[2], ack[2];
   if (::pipe2(rep, O_CLOEXEC) < 0 || ::pipe2(ack, O_CLOEXEC) < 0) throw std::runtime_error("pipe failed");
@@ -331,6 +343,8 @@ void RealRun::loop() {
       const FaultSpec& fs = *armed_[act.armed].spec;
       if (act.kind == ActionKind::fire) {
         fire(act.armed);
+      } else if (act.kind == ActionKind::heal || act.kind == ActionKind::unspike) {
+        end_network(act);
       } else if (act.kind == ActionKind::resume) {
         if (Child* c = child(fs.target); c && c->pid > 0) {
           ::kill(c->pid, SIGCONT);
