@@ -181,7 +181,7 @@ void RealRun::fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::u
   }
   plan.cut.assign(n, 0);
   for (const FaultSpec& f : sc_.faults) {
-    if (f.fault.kind != Fault::Kind::partition || !fault_applies(sc_, protocol_, f)) continue;
+    if (!fault_applies(sc_, protocol_, f) || !static_partition(sc_, protocol_, f)) continue;
     auto on = [&](const std::vector<std::string>& side, const std::string& x) {
       return std::find(side.begin(), side.end(), x) != side.end();
     };
