@@ -1,0 +1,353 @@
+// The TCP proxy of a real run (reality/proxy.hpp) against a small echo server of its own: bytes arrive in
+// order, a delay is measured, a cut link forwards nothing until it heals, a spike delays only its chunks, and
+// nothing (thread, port, connection) is left when it is destroyed. Then real runs through it: a partition
+// that begins late and heals, and a delay spike, judged as the simulator judges them. No server is needed
+// for the first group; the runs skip without redis-server.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <random>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "locksim/scenarios/catalog.hpp"
+#include "reality/children.hpp"
+#include "reality/plan.hpp"
+#include "reality/proxy.hpp"
+#include "reality/run.hpp"
+
+namespace locksim::reality {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+/// An echo server on a loopback port: one thread, every connection's bytes sent back as they come; counts
+/// what it received.
+class Echo {
+ public:
+  Echo() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd_, 8);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      std::vector<pollfd> fds{{fd_, POLLIN, 0}};
+      char buf[8192];
+      while (!stop_) {
+        ::poll(fds.data(), fds.size(), 20);
+        for (std::size_t i = 0; i < fds.size(); ++i) {
+          if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+          if (i == 0) {
+            fds.push_back({::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC), POLLIN, 0});
+            continue;
+          }
+          const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+          if (n <= 0) {
+            ::close(fds[i].fd);
+            fds[i].fd = -1;
+            continue;
+          }
+          received_ += static_cast<std::size_t>(n);
+          for (ssize_t off = 0; off < n;) {
+            const ssize_t w = ::write(fds[i].fd, buf + off, static_cast<std::size_t>(n - off));
+            if (w <= 0) break;
+            off += w;
+          }
+        }
+        std::erase_if(fds, [](const pollfd& p) { return p.fd < 0; });
+      }
+      for (std::size_t i = 1; i < fds.size(); ++i) ::close(fds[i].fd);
+    });
+  }
+  ~Echo() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  std::uint16_t port() const { return port_; }
+  std::size_t received() const { return received_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::size_t> received_{0};
+  std::thread thread_;
+};
+
+int connect_to(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+    ::close(fd);
+    return -1;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+/// Reads exactly n bytes within `timeout_ms` (fewer: the time ran out).
+std::string read_n(int fd, std::size_t n, int timeout_ms) {
+  std::string out;
+  const std::int64_t end = mono_ns() + std::int64_t{timeout_ms} * 1'000'000;
+  char buf[65536];
+  while (out.size() < n) {
+    const std::int64_t left = end - mono_ns();
+    if (left <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left / 1'000'000) + 1) != 1) continue;
+    const ssize_t r = ::read(fd, buf, std::min(sizeof buf, n - out.size()));
+    if (r <= 0) break;
+    out.append(buf, static_cast<std::size_t>(r));
+  }
+  return out;
+}
+
+void write_all(int fd, const std::string& s) {
+  for (std::size_t off = 0; off < s.size();) {
+    const ssize_t w = ::write(fd, s.data() + off, s.size() - off);
+    ASSERT_GT(w, 0);
+    off += static_cast<std::size_t>(w);
+  }
+}
+
+/// Milliseconds from sending `msg` to reading its echo back.
+double round_trip_ms(int fd, const std::string& msg) {
+  const std::int64_t t = mono_ns();
+  write_all(fd, msg);
+  EXPECT_EQ(read_n(fd, msg.size(), 5000), msg);
+  return static_cast<double>(mono_ns() - t) / 1e6;
+}
+
+int threads_of_this_process() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+TEST(RealProxy, BytesArriveInOrderUnderAVaryingDelay) {
+  Echo echo;
+  Proxy proxy(7);
+  const auto l = proxy.add_link("client1", "redis1", echo.port());
+  // Every chunk held 0..3 ms, drawn per chunk: later chunks may draw less, and still must not overtake.
+  proxy.set_delay(l, Proxy::Dir::up, Dist::uniform_of(0ms, 3ms));
+  proxy.set_delay(l, Proxy::Dir::down, Dist::uniform_of(0ms, 3ms));
+  proxy.start();
+  const int fd = connect_to(proxy.port(l));
+  ASSERT_GE(fd, 0);
+  std::mt19937 gen(1);
+  std::string sent;
+  for (int i = 0; i < 200; ++i) {
+    const std::size_t len = 1 + gen() % 3000;
+    std::string part(len, '\0');
+    for (char& c : part) c = static_cast<char>('a' + gen() % 26);
+    write_all(fd, part);
+    sent += part;
+    if (i % 20 == 0) std::this_thread::sleep_for(1ms);
+  }
+  const std::string back = read_n(fd, sent.size(), 10000);
+  EXPECT_EQ(back.size(), sent.size());
+  EXPECT_TRUE(back == sent) << "the echo differs from what was sent";
+  EXPECT_EQ(proxy.forwarded(l, Proxy::Dir::up), sent.size());
+  EXPECT_EQ(echo.received(), sent.size());
+  ::close(fd);
+}
+
+TEST(RealProxy, ADelayIsHeldEachWay) {
+  Echo echo;
+  Proxy proxy(1);
+  const auto l = proxy.add_link("client1", "store", echo.port());
+  proxy.start();
+  const int fd = connect_to(proxy.port(l));
+  ASSERT_GE(fd, 0);
+  const double direct = round_trip_ms(fd, "ping\n");
+  proxy.set_delay(l, Proxy::Dir::up, Dist::constant_of(60ms));
+  double rtt = round_trip_ms(fd, "ping\n");
+  EXPECT_GE(rtt, 60.0);
+  EXPECT_LT(rtt, 60.0 + 40.0) << "direct " << direct << " ms";
+  proxy.set_delay(l, Proxy::Dir::down, Dist::constant_of(40ms));
+  rtt = round_trip_ms(fd, "ping\n");
+  EXPECT_GE(rtt, 100.0);
+  EXPECT_LT(rtt, 100.0 + 40.0);
+  ::close(fd);
+}
+
+TEST(RealProxy, ASpikeDelaysOnlyItsNextChunks) {
+  Echo echo;
+  Proxy proxy(1);
+  const auto l = proxy.add_link("client1", "store", echo.port());
+  proxy.start();
+  const int fd = connect_to(proxy.port(l));
+  ASSERT_GE(fd, 0);
+  proxy.set_spike(l, Proxy::Dir::up, 150ms, 1);
+  EXPECT_GE(round_trip_ms(fd, "first\n"), 150.0);
+  EXPECT_LT(round_trip_ms(fd, "second\n"), 50.0);
+  ::close(fd);
+}
+
+TEST(RealProxy, ACutLinkForwardsNothingUntilItHeals) {
+  Echo echo;
+  Proxy proxy(1);
+  const auto l = proxy.add_link("client1", "redis1", echo.port());
+  proxy.start();
+  const int fd = connect_to(proxy.port(l));
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(read_n(fd, 0, 10), "");
+  round_trip_ms(fd, "hello\n");
+  // Both ways cut: the bytes are held, not lost, and nothing reaches the server.
+  proxy.set_cut(l, Proxy::Dir::up, true);
+  proxy.set_cut(l, Proxy::Dir::down, true);
+  write_all(fd, "during the cut\n");
+  EXPECT_EQ(read_n(fd, 15, 400), "");
+  EXPECT_EQ(echo.received(), 6u);
+  EXPECT_EQ(proxy.forwarded(l, Proxy::Dir::up), 6u);
+  proxy.set_cut(l, Proxy::Dir::up, false);
+  proxy.set_cut(l, Proxy::Dir::down, false);
+  EXPECT_EQ(read_n(fd, 15, 2000), "during the cut\n");
+  // One way, server -> client: the request gets through, the answer waits for the heal.
+  proxy.set_cut(l, Proxy::Dir::down, true);
+  write_all(fd, "one way\n");
+  EXPECT_EQ(read_n(fd, 8, 400), "");
+  EXPECT_EQ(echo.received(), 6u + 15u + 8u);
+  proxy.set_cut(l, Proxy::Dir::down, false);
+  EXPECT_EQ(read_n(fd, 8, 2000), "one way\n");
+  // A connection opened while the link is cut towards the server reaches it only after the heal.
+  proxy.set_cut(l, Proxy::Dir::up, true);
+  const int late = connect_to(proxy.port(l));
+  ASSERT_GE(late, 0);
+  write_all(late, "late\n");
+  EXPECT_EQ(read_n(late, 5, 300), "");
+  proxy.set_cut(l, Proxy::Dir::up, false);
+  EXPECT_EQ(read_n(late, 5, 2000), "late\n");
+  ::close(late);
+  ::close(fd);
+}
+
+TEST(RealProxy, NothingIsLeftAfterIt) {
+  const int threads = threads_of_this_process();
+  std::uint16_t port = 0;
+  {
+    Echo echo;
+    Proxy proxy(1);
+    const auto l = proxy.add_link("client1", "redis1", echo.port());
+    port = proxy.port(l);
+    proxy.start();
+    const int fd = connect_to(port);
+    round_trip_ms(fd, "x");
+    EXPECT_EQ(proxy.open_connections(), 1u);
+    ::close(fd);
+    for (int i = 0; i < 100 && proxy.open_connections() > 0; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(proxy.open_connections(), 0u) << "a connection the client closed is closed";
+    EXPECT_TRUE(port_open(port));
+  }
+  EXPECT_FALSE(port_open(port));
+  EXPECT_EQ(threads_of_this_process(), threads);
+}
+
+#define REQUIRE_REDIS()                                                                       \
+  do {                                                                                        \
+    if (find_program("redis-server").empty())                                                 \
+      GTEST_SKIP() << "redis-server is not installed (Debian: apt-get install redis-server)"; \
+  } while (0)
+
+bool no_children() {
+  return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD && registered_children() == 0;
+}
+
+/// The proxy's ports, from its trace note ("client1<->redis1 port 39635 -> 37219 ...").
+std::vector<std::uint16_t> proxy_ports(const RunOutput& r) {
+  std::vector<std::uint16_t> out;
+  const std::regex port(" port ([0-9]+) ->");
+  for (const TraceEvent& e : r.trace)
+    if (e.label == "proxy")
+      for (std::sregex_iterator it(e.detail.begin(), e.detail.end(), port), end; it != end; ++it)
+        out.push_back(static_cast<std::uint16_t>(std::stoul((*it)[1])));
+  return out;
+}
+
+const std::string kPartitionDuringHold =
+    std::string(LOCKSIM_REALITY_SCENARIOS) + "/partition-during-hold.toml";
+
+TEST(RealProxyRun, APartitionThatHealsKeepsTheKeyUntilItsTtlAsSimulated) {
+  REQUIRE_REDIS();
+  for (const std::string protocol : {"redis", "redlock"}) {
+    const Scenario sc = scaled(load_scenario(kPartitionDuringHold), 0.3);
+    ASSERT_TRUE(needs_proxy(sc, protocol));
+    ASSERT_FALSE(not_reproducible(sc, protocol).has_value());
+    const RunOutput r = run_real(sc, protocol);
+    const RunOutput sim = run_scenario(sc, protocol);
+    EXPECT_TRUE(no_children());
+    EXPECT_EQ(r.verdict(), sim.verdict()) << protocol;
+    EXPECT_TRUE(r.check.safe) << protocol;
+    // client1's release was cut off: client2 gets the lock only when client1's key expires (TTL 3 s), not
+    // right after client1's release at ~1.2 s as without the partition. Likewise in the simulated run.
+    ASSERT_EQ(r.history.grants.size(), 3u) << protocol;
+    EXPECT_EQ(r.history.grants[1].client, "client2");
+    EXPECT_GE(r.history.grants[1].granted.count(), 2'950'000'000) << protocol;
+    EXPECT_LT(r.history.grants[1].granted.count(), 3'800'000'000) << protocol;
+    ASSERT_EQ(sim.history.grants.size(), 3u);
+    EXPECT_GE(sim.history.grants[1].granted.count(), 2'950'000'000);
+    // client1 asks again at 3.6 s, while still cut off: it gets the lock only after the heal at 4.5 s.
+    EXPECT_EQ(r.history.grants[2].client, "client1");
+    EXPECT_GE(r.history.grants[2].granted.count(), 4'450'000'000) << protocol;
+    EXPECT_GE(sim.history.grants[2].granted.count(), 4'450'000'000);
+    if (protocol == "redis") {
+      // The bytes sent during the cut were held, not lost: at the heal redis1 applies the SET of an attempt
+      // client1 had given up on, and that key keeps the lock for a TTL (the simulated network drops those
+      // messages: 4.5 s there). Redlock's client unlocks all after a failed attempt, and those unlocks are
+      // delivered right behind the SETs.
+      EXPECT_GE(r.history.grants[2].granted.count(), 7'400'000'000);
+      EXPECT_LT(sim.history.grants[2].granted.count(), 5'000'000'000);
+    }
+    // The partition fired after client1's grant and healed 4.5 s later, on the proxy.
+    bool cut = false, healed = false;
+    for (const TraceEvent& e : r.trace) {
+      cut |= e.label == "partition" && e.detail.find("client1<->redis1") != std::string::npos;
+      healed |= e.label == "heal";
+    }
+    EXPECT_TRUE(cut);
+    EXPECT_TRUE(healed);
+    const auto ports = proxy_ports(r);
+    EXPECT_FALSE(ports.empty());
+    for (std::uint16_t p : ports) EXPECT_FALSE(port_open(p)) << "proxy port " << p << " still open";
+  }
+}
+
+TEST(RealProxyRun, ADelaySpikeOnTheWriteLetsTheStaleWriteThroughAsSimulated) {
+  REQUIRE_REDIS();
+  const Scenario sc = scaled(load_scenario("kleppmann-network-delay"), 0.3);
+  for (const std::string protocol : {"redis", "redis+incr"}) {
+    const RunOutput r = run_real(sc, protocol);
+    EXPECT_TRUE(no_children());
+    EXPECT_EQ(r.verdict(), run_scenario(sc, protocol).verdict()) << protocol;
+    // client1's write was sent at once and reached the store 4.5 s later, after client2's.
+    ASSERT_GE(r.history.resource_log.size(), 2u);
+    const auto& late = r.history.resource_log[1];
+    EXPECT_EQ(r.history.writes[late.request].client, "client1");
+    EXPECT_GE(late.time.count() - r.history.writes[late.request].sent.count(), 4'500'000'000);
+    EXPECT_EQ(late.accepted, protocol == "redis") << late.reason;
+  }
+}
+
+}  // namespace
+}  // namespace locksim::reality
