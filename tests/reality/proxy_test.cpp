@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/loader.hpp"
 #include "reality/children.hpp"
 #include "reality/plan.hpp"
 #include "reality/proxy.hpp"
@@ -264,6 +265,55 @@ TEST(RealProxy, NothingIsLeftAfterIt) {
   EXPECT_EQ(threads_of_this_process(), threads);
 }
 
+Scenario with(const std::string& extra) {
+  return load_scenario_text(R"(name = "proxy-plan"
+seed = 1
+[lock]
+ttl = "10s"
+[[client]]
+name = "client1"
+[[client]]
+name = "client2"
+start = "1s"
+)" + extra,
+                            "proxy-plan.toml");
+}
+
+TEST(RealityPlan, NetworkFaultsGoThroughTheProxyOrSayWhyNot) {
+  // Reproducible now, through the proxy.
+  for (const std::string p : {"redis", "redlock", "lease", "db-lease", "zookeeper"})
+    if (!not_reproducible(load_scenario("kleppmann-network-delay"), p)) {
+      EXPECT_TRUE(needs_proxy(load_scenario("kleppmann-network-delay"), p)) << p;
+    }
+  EXPECT_FALSE(not_reproducible(load_scenario("kleppmann-network-delay"), "redis").has_value());
+  const Scenario delay = with("[network]\ndelay = \"20ms\"\n");
+  EXPECT_FALSE(not_reproducible(delay, "redis").has_value());
+  EXPECT_TRUE(needs_proxy(delay, "redis"));
+  const Scenario one_way = with(
+      "[[fault]]\nkind = \"partition\"\nside_a = [\"redis1\"]\nside_b = [\"client1\"]\none_way = true\nat = "
+      "\"1s\"\nduration = \"2s\"\n");
+  EXPECT_FALSE(not_reproducible(one_way, "redis").has_value());
+  EXPECT_TRUE(needs_proxy(one_way, "redis"));
+  // A static partition still needs none (the client never contacts the node), and neither does no-faults.
+  EXPECT_FALSE(needs_proxy(load_scenario("redis-restart-no-fsync"), "redlock"));
+  EXPECT_FALSE(needs_proxy(load_scenario("no-faults"), "redis"));
+  // Loss is TCP's business; a cut between servers and a side computed from the leader are not carried.
+  const auto loss = not_reproducible(with("[network]\nloss = 0.01\n"), "redis");
+  ASSERT_TRUE(loss.has_value());
+  EXPECT_NE(loss->find("not reproducible over TCP"), std::string::npos) << *loss;
+  const auto members = not_reproducible(
+      with("[[fault]]\nkind = \"partition\"\nside_a = [\"raft1\"]\nside_b = [\"raft2\", \"raft3\"]\nat = "
+           "\"1s\"\n"),
+      "lease");
+  ASSERT_TRUE(members.has_value());
+  // (Without etcd or libcurl here, that is the reason given first.)
+  EXPECT_TRUE(members->find("server-to-server") != std::string::npos ||
+              members->find("etcd") != std::string::npos)
+      << *members;
+  const auto leader = not_reproducible(load_scenario("partition-the-leader"), "zookeeper");
+  ASSERT_TRUE(leader.has_value());
+}
+
 #define REQUIRE_REDIS()                                                                       \
   do {                                                                                        \
     if (find_program("redis-server").empty())                                                 \
@@ -294,7 +344,9 @@ TEST(RealProxyRun, APartitionThatHealsKeepsTheKeyUntilItsTtlAsSimulated) {
     const Scenario sc = scaled(load_scenario(kPartitionDuringHold), 0.3);
     ASSERT_TRUE(needs_proxy(sc, protocol));
     ASSERT_FALSE(not_reproducible(sc, protocol).has_value());
+    const int threads = threads_of_this_process();
     const RunOutput r = run_real(sc, protocol);
+    EXPECT_EQ(threads_of_this_process(), threads) << "a thread of the run (the proxy's, the store's) is left";
     const RunOutput sim = run_scenario(sc, protocol);
     EXPECT_TRUE(no_children());
     EXPECT_EQ(r.verdict(), sim.verdict()) << protocol;
