@@ -385,6 +385,32 @@ TEST(RealProxyRun, APartitionThatHealsKeepsTheKeyUntilItsTtlAsSimulated) {
   }
 }
 
+TEST(RealProxyRun, ANetworkDelayIsPaidOnEveryRoundTripAsSimulated) {
+  REQUIRE_REDIS();
+  // 60 ms each way on every link: an acquire (SET and its answer) takes 120 ms, a write to the store too.
+  // (With the default 50 ms × 0.3 node timeout every SET's answer would come too late, in both worlds.)
+  const Scenario sc =
+      scaled(with("work = \"1s\"\n[network]\ndelay = \"60ms\"\n[protocol]\nnode_timeout = \"1s\"\n"), 0.3);
+  ASSERT_TRUE(needs_proxy(sc, "redis"));
+  const RunOutput r = run_real(sc, "redis");
+  const RunOutput sim = run_scenario(sc, "redis");
+  EXPECT_TRUE(no_children());
+  EXPECT_EQ(r.verdict(), sim.verdict());
+  ASSERT_EQ(r.history.grants.size(), 2u);
+  ASSERT_EQ(sim.history.grants.size(), 2u);
+  for (const RunOutput* run : {&r, &sim}) {
+    const GrantRecord& g = run->history.grants[0];
+    EXPECT_GE((g.granted - g.requested).count(), 120'000'000) << (run == &r ? "real" : "simulated");
+    EXPECT_LT((g.granted - g.requested).count(), 180'000'000) << (run == &r ? "real" : "simulated");
+    ASSERT_FALSE(run->history.writes.empty());
+    const WriteRecord& w = run->history.writes[0];
+    // The store processed the write one link delay after it was sent.
+    ASSERT_FALSE(run->history.resource_log.empty());
+    EXPECT_GE((run->history.resource_log[0].time - w.sent).count(), 60'000'000);
+    EXPECT_LT((run->history.resource_log[0].time - w.sent).count(), 100'000'000);
+  }
+}
+
 TEST(RealProxyRun, ADelaySpikeOnTheWriteLetsTheStaleWriteThroughAsSimulated) {
   REQUIRE_REDIS();
   const Scenario sc = scaled(load_scenario("kleppmann-network-delay"), 0.3);
