@@ -64,7 +64,7 @@ void RealRun::make_proxy() {
       lines.push_back(fmt::format("{}<->{} port {} -> {} (delay {} / {})", c.name, server, proxy_->port(l),
                                   port, describe(up), describe(down)));
     }
-  trace(TraceKind::note, sc_.resource_name, "proxy",
+  trace(TraceKind::network, "", "proxy",
         fmt::format("{} links: {}", proxy_->links(), fmt::join(lines, "; ")));
 }
 
@@ -91,7 +91,7 @@ bool RealRun::fire_network(std::size_t a) {
       proxy_->set_cut(key.first, static_cast<Proxy::Dir>(key.second), false);
     }
     cut_by_.clear();
-    trace(TraceKind::note, sc_.resource_name, "heal", "every link of the proxy forwards again");
+    trace(TraceKind::network, "", "heal", "every link of the proxy forwards again");
     return true;
   }
   if (f.kind == Fault::Kind::partition) {
@@ -117,7 +117,7 @@ bool RealRun::fire_network(std::size_t a) {
         }
       }
     }
-    trace(TraceKind::network, sc_.resource_name, "partition",
+    trace(TraceKind::network, "", "partition",
           fmt::format("proxy cuts {}{}", fmt::join(cuts, " "),
                       f.duration > 0ns ? fmt::format(" for {} ns", f.duration.count()) : std::string()));
     if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::heal, a});
@@ -136,7 +136,7 @@ bool RealRun::fire_network(std::size_t a) {
         hit.push_back(fmt::format("{}->{}", sender, receiver));
       }
     }
-    trace(TraceKind::note, fs.target.empty() ? sc_.resource_name : fs.target, "delay-spike",
+    trace(TraceKind::network, "", "delay-spike",
           fmt::format("+{} ns on {} ({})", f.extra.count(), fmt::join(hit, " "),
                       f.count ? fmt::format("the next {} chunk(s)", f.count) : std::string("every chunk")));
     if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::unspike, a});
@@ -151,11 +151,11 @@ void RealRun::end_network(const Action& act) {
     if (it == cut_by_.end()) return;  // healed by a heal fault already
     for (const auto& [l, d] : it->second) cut(l, d, false);
     cut_by_.erase(it);
-    trace(TraceKind::network, sc_.resource_name, "heal", "the partition's links forward again");
+    trace(TraceKind::network, "", "heal", "the partition's links forward again");
   } else if (act.kind == ActionKind::unspike) {
     for (const auto& [l, d] : spiked_by_[act.armed]) proxy_->set_spike(l, d, 0ns, 0);
     spiked_by_.erase(act.armed);
-    trace(TraceKind::note, sc_.resource_name, "delay-spike-end");
+    trace(TraceKind::network, "", "delay-spike-end");
   }
 }
 
