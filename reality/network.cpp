@@ -64,8 +64,7 @@ void RealRun::make_proxy() {
       lines.push_back(fmt::format("{}<->{} port {} -> {} (delay {} / {})", c.name, server, proxy_->port(l),
                                   port, describe(up), describe(down)));
     }
-  trace(TraceKind::network, "", "proxy",
-        fmt::format("{} links: {}", proxy_->links(), fmt::join(lines, "; ")));
+  trace(TraceKind::note, "", "proxy", fmt::format("{} links: {}", proxy_->links(), fmt::join(lines, "; ")));
 }
 
 std::uint16_t RealRun::port_for(const std::string& client, const std::string& server,
@@ -91,7 +90,8 @@ bool RealRun::fire_network(std::size_t a) {
       proxy_->set_cut(key.first, static_cast<Proxy::Dir>(key.second), false);
     }
     cut_by_.clear();
-    trace(TraceKind::network, "", "heal", "every link of the proxy forwards again");
+    partition_names_.clear();
+    trace(TraceKind::network, "", "heal", "all");  // as the simulator names a heal of every partition
     return true;
   }
   if (f.kind == Fault::Kind::partition) {
@@ -117,9 +117,21 @@ bool RealRun::fire_network(std::size_t a) {
         }
       }
     }
-    trace(TraceKind::network, "", "partition",
-          fmt::format("proxy cuts {}{}", fmt::join(cuts, " "),
+    // Named as the simulator names a partition: "#1 client1 | redis1,redis2" ("->" when one-way), with the
+    // sides' processes this run has; the proxy's cut directions in a note beside it.
+    const auto present = [&](const std::vector<std::string>& side) {
+      std::vector<std::string> out;
+      for (const std::string& n : side)
+        if (std::find(names_.begin(), names_.end(), n) != names_.end()) out.push_back(n);
+      return fmt::format("{}", fmt::join(out, ","));
+    };
+    std::string name = fmt::format("#{} {}{}{}", ++partitions_, present(fs.side_a),
+                                   f.one_way ? " -> " : " | ", present(fs.side_b));
+    trace(TraceKind::network, "", "partition", name);
+    trace(TraceKind::note, "", "proxy-cut",
+          fmt::format("{}{}", fmt::join(cuts, " "),
                       f.duration > 0ns ? fmt::format(" for {} ns", f.duration.count()) : std::string()));
+    partition_names_[a] = std::move(name);
     if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::heal, a});
     return true;
   }
@@ -136,7 +148,7 @@ bool RealRun::fire_network(std::size_t a) {
         hit.push_back(fmt::format("{}->{}", sender, receiver));
       }
     }
-    trace(TraceKind::network, "", "delay-spike",
+    trace(TraceKind::note, "", "delay-spike",
           fmt::format("+{} ns on {} ({})", f.extra.count(), fmt::join(hit, " "),
                       f.count ? fmt::format("the next {} chunk(s)", f.count) : std::string("every chunk")));
     if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::unspike, a});
@@ -151,11 +163,12 @@ void RealRun::end_network(const Action& act) {
     if (it == cut_by_.end()) return;  // healed by a heal fault already
     for (const auto& [l, d] : it->second) cut(l, d, false);
     cut_by_.erase(it);
-    trace(TraceKind::network, "", "heal", "the partition's links forward again");
+    trace(TraceKind::network, "", "heal", partition_names_[act.armed]);
+    partition_names_.erase(act.armed);
   } else if (act.kind == ActionKind::unspike) {
     for (const auto& [l, d] : spiked_by_[act.armed]) proxy_->set_spike(l, d, 0ns, 0);
     spiked_by_.erase(act.armed);
-    trace(TraceKind::network, "", "delay-spike-end");
+    trace(TraceKind::note, "", "delay-spike-end");
   }
 }
 

@@ -139,6 +139,9 @@ class RealRun {
   std::map<std::pair<std::size_t, int>, int> cut_count_;  ///< (link, direction): partitions cutting it
   std::map<std::size_t, std::vector<std::pair<std::size_t, Proxy::Dir>>> cut_by_;  ///< armed -> its cuts
   std::map<std::size_t, std::vector<std::pair<std::size_t, Proxy::Dir>>> spiked_by_;
+  std::map<std::size_t, std::string>
+      partition_names_;  ///< armed -> "#1 client1 | redis1", as the trace names it
+  std::uint32_t partitions_ = 0;
   std::vector<Child> children_;
   std::vector<std::string> names_;
   std::vector<Armed> armed_;

@@ -374,7 +374,10 @@ TEST(RealProxyRun, APartitionThatHealsKeepsTheKeyUntilItsTtlAsSimulated) {
     // The partition fired after client1's grant and healed 4.5 s later, on the proxy.
     bool cut = false, healed = false;
     for (const TraceEvent& e : r.trace) {
-      cut |= e.label == "partition" && e.detail.find("client1<->redis1") != std::string::npos;
+      cut |= e.label == "proxy-cut" && e.detail.find("client1<->redis1") != std::string::npos;
+      if (e.kind == TraceKind::network && e.label == "partition") {
+        EXPECT_EQ(e.detail.rfind("#1 client1 | redis1", 0), 0u) << e.detail;  // named as the simulator does
+      }
       healed |= e.label == "heal";
     }
     EXPECT_TRUE(cut);
