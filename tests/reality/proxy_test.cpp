@@ -414,20 +414,41 @@ TEST(RealProxyRun, ANetworkDelayIsPaidOnEveryRoundTripAsSimulated) {
   }
 }
 
-TEST(RealProxyRun, ADelaySpikeOnTheWriteLetsTheStaleWriteThroughAsSimulated) {
+TEST(RealProxyRun, ADelaySpikeOnTheWriteIsFencedOffAsSimulated) {
   REQUIRE_REDIS();
+  // kleppmann-network-delay × redis+incr (the unfenced variants are in the measured matrix: unsafe in both).
   const Scenario sc = scaled(load_scenario("kleppmann-network-delay"), 0.3);
-  for (const std::string protocol : {"redis", "redis+incr"}) {
-    const RunOutput r = run_real(sc, protocol);
-    EXPECT_TRUE(no_children());
-    EXPECT_EQ(r.verdict(), run_scenario(sc, protocol).verdict()) << protocol;
-    // client1's write was sent at once and reached the store 4.5 s later, after client2's.
-    ASSERT_GE(r.history.resource_log.size(), 2u);
-    const auto& late = r.history.resource_log[1];
-    EXPECT_EQ(r.history.writes[late.request].client, "client1");
-    EXPECT_GE(late.time.count() - r.history.writes[late.request].sent.count(), 4'500'000'000);
-    EXPECT_EQ(late.accepted, protocol == "redis") << late.reason;
-  }
+  const RunOutput r = run_real(sc, "redis+incr");
+  EXPECT_TRUE(no_children());
+  EXPECT_EQ(r.verdict(), run_scenario(sc, "redis+incr").verdict());
+  EXPECT_TRUE(r.check.safe);
+  // client1's write was sent at once and reached the store 4.5 s later, after client2's: refused.
+  ASSERT_GE(r.history.resource_log.size(), 2u);
+  const auto& late = r.history.resource_log[1];
+  EXPECT_EQ(r.history.writes[late.request].client, "client1");
+  EXPECT_GE(late.time.count() - r.history.writes[late.request].sent.count(), 4'500'000'000);
+  EXPECT_FALSE(late.accepted);
+  EXPECT_EQ(late.reason, "token 1 < highest 2");
+}
+
+TEST(RealProxyRun, AWriteHeldAcrossAOneWayCutLandsLateUnlikeTheSimulatedDrop) {
+  REQUIRE_REDIS();
+  // The documented difference (reality/command.cpp's known_limit): the simulated network loses the write that
+  // meets the cut; TCP delivers it at the heal, after client2's write.
+  const Scenario sc =
+      scaled(load_scenario(std::string(LOCKSIM_REALITY_SCENARIOS) + "/one-way-cut-to-store.toml"), 0.3);
+  const RunOutput r = run_real(sc, "redis");
+  const RunOutput sim = run_scenario(sc, "redis");
+  EXPECT_TRUE(no_children());
+  EXPECT_TRUE(sim.check.safe);
+  EXPECT_FALSE(r.check.safe);
+  EXPECT_EQ(r.check.count(kStaleWriteAccepted), 1u);
+  ASSERT_EQ(r.history.resource_log.size(), 2u);
+  const auto& late = r.history.resource_log[1];
+  EXPECT_EQ(r.history.writes[late.request].client, "client1");
+  EXPECT_GE(late.time.count(), 4'450'000'000);  // the heal: 15 s × 0.3 after client1's grant
+  // The simulated write never reached the store.
+  for (const auto& e : sim.history.resource_log) EXPECT_NE(sim.history.writes[e.request].client, "client1");
 }
 
 }  // namespace
