@@ -414,6 +414,32 @@ TEST(RealProxyRun, ANetworkDelayIsPaidOnEveryRoundTripAsSimulated) {
   }
 }
 
+TEST(RealProxyRun, APerLinkDelayHoldsOnlyThatLinkAsSimulated) {
+  REQUIRE_REDIS();
+  // [[network.link]] client1 -> store: 200 ms that way only; every other link (and store -> client1) 1 ms.
+  const Scenario sc =
+      scaled(with("[[network.link]]\nfrom = \"client1\"\nto = \"store\"\ndelay = \"200ms\"\n"), 0.3);
+  ASSERT_TRUE(needs_proxy(sc, "redis"));
+  const RunOutput r = run_real(sc, "redis");
+  const RunOutput sim = run_scenario(sc, "redis");
+  EXPECT_TRUE(no_children());
+  EXPECT_EQ(r.verdict(), sim.verdict());
+  for (const RunOutput* run : {&r, &sim}) {
+    const char* which = run == &r ? "real" : "simulated";
+    ASSERT_EQ(run->history.resource_log.size(), 2u) << which;
+    for (const ResourceEntry& e : run->history.resource_log) {
+      const WriteRecord& w = run->history.writes[e.request];
+      const std::int64_t took = (e.time - w.sent).count();
+      if (w.client == "client1") {
+        EXPECT_GE(took, 200'000'000) << which;
+        EXPECT_LT(took, 240'000'000) << which;
+      } else {
+        EXPECT_LT(took, 40'000'000) << which;
+      }
+    }
+  }
+}
+
 TEST(RealProxyRun, ADelaySpikeOnTheWriteIsFencedOffAsSimulated) {
   REQUIRE_REDIS();
   // kleppmann-network-delay × redis+incr (the unfenced variants are in the measured matrix: unsafe in both).
