@@ -36,7 +36,7 @@ void PgServer::start() {
   throw StartError(kWhy);
 }
 void PgServer::kill() {}
-std::string PgServer::conninfo() const {
+std::string PgServer::conninfo(std::uint16_t) const {
   return {};
 }
 std::vector<PgGrant> PgServer::grants() const {

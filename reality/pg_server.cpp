@@ -130,8 +130,8 @@ PgServer::~PgServer() {
   stop();
 }
 
-std::string PgServer::conninfo() const {
-  return fmt::format("host=127.0.0.1 port={} dbname=postgres user=locksim connect_timeout=2", port_);
+std::string PgServer::conninfo(std::uint16_t port) const {
+  return fmt::format("host=127.0.0.1 port={} dbname=postgres user=locksim connect_timeout=2", port);
 }
 
 pid_t PgServer::spawn(const std::vector<std::string>& args, const std::string& log) {

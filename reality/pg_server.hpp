@@ -65,8 +65,10 @@ class PgServer {
   std::uint16_t port() const { return port_; }
   pid_t pid() const { return pid_; }
   const std::string& dir() const { return dir_; }
-  /// libpq's connection string for this server.
-  std::string conninfo() const;
+  /// libpq's connection string for this server; with `port`, for this server reached on another port (the
+  /// run's TCP proxy).
+  std::string conninfo() const { return conninfo(port_); }
+  std::string conninfo(std::uint16_t port) const;
   /// lease_grants and resource_log, in the order the database wrote them. Throws std::runtime_error.
   std::vector<PgGrant> grants() const;
   std::vector<PgWrite> writes() const;

@@ -163,7 +163,8 @@ void RealRun::fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::u
   if (etcd_) plan.ports = etcd_->client_ports();
   if (pg_) {
     plan.ports = {pg_->port()};
-    plan.pg_conninfo = pg_->conninfo();
+    // Through the client's link of the proxy when there is one.
+    plan.pg_conninfo = pg_->conninfo(port_for(c.name, "db1", pg_->port()));
     // The simulated server's idle_in_transaction_timeout is PostgreSQL's own setting, per session.
     if (const auto idle = cfg.idle_in_transaction_timeout.count() / 1'000'000; idle > 0)
       plan.pg_conninfo += fmt::format(" options='-c idle_in_transaction_session_timeout={}'", idle);
@@ -175,9 +176,6 @@ void RealRun::fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::u
     const auto servers = server_ports();
     for (std::size_t i = 0; i < plan.ports.size() && i < servers.size(); ++i)
       plan.ports[i] = port_for(c.name, servers[i].first, servers[i].second);
-    if (pg_)
-      plan.pg_conninfo = fmt::format("host=127.0.0.1 port={} {}", plan.ports[0],
-                                     plan.pg_conninfo.substr(plan.pg_conninfo.find("dbname=")));
   }
   plan.cut.assign(n, 0);
   for (const FaultSpec& f : sc_.faults) {
