@@ -18,6 +18,7 @@
 #include <fstream>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace locksim::reality {
 
@@ -209,6 +210,15 @@ std::string find_program(const std::string& name) {
     start = end + 1;
   }
   return {};
+}
+
+std::string log_tail(const std::string& file, std::size_t lines) {
+  std::ifstream in(file);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  std::string out;
+  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += all[i] + "\n";
+  return out;
 }
 
 }  // namespace locksim::reality

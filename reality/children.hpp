@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -67,5 +68,9 @@ void sleep_until_ns(std::int64_t deadline_ns);
 
 /// Where `name` is on $PATH (empty: nowhere).
 std::string find_program(const std::string& name);
+
+/// The last `lines` lines of a server's log file, each ending in a newline (empty when it cannot be read):
+/// what an error about a server that would not start shows.
+std::string log_tail(const std::string& file, std::size_t lines = 5);
 
 }  // namespace locksim::reality

@@ -22,16 +22,6 @@ namespace {
 
 constexpr std::int64_t kStartDeadlineNs = 10'000'000'000;
 
-std::string log_tail(const std::string& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::vector<std::string> lines;
-  while (std::getline(in, line)) lines.push_back(line);
-  std::string out;
-  for (std::size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i) out += lines[i] + "\n";
-  return out;
-}
-
 std::string str_field(const nlohmann::json& j, const char* name) {
   auto it = j.find(name);
   if (it == j.end()) return "0";

@@ -28,16 +28,6 @@ constexpr const char* kBinDir = "/usr/lib/postgresql/15/bin";
 constexpr std::int64_t kStartDeadlineNs = 10'000'000'000;
 constexpr std::int64_t kStopDeadlineNs = 5'000'000'000;
 
-std::string log_tail(const std::string& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::vector<std::string> lines;
-  while (std::getline(in, line)) lines.push_back(line);
-  std::string out;
-  for (std::size_t i = lines.size() > 8 ? lines.size() - 8 : 0; i < lines.size(); ++i) out += lines[i] + "\n";
-  return out;
-}
-
 /// The binary's path: $LOCKSIM_PG_BINDIR (tests) or Debian's PostgreSQL 15 folder.
 std::string pg_binary(const char* name) {
   const char* env = std::getenv("LOCKSIM_PG_BINDIR");
@@ -196,7 +186,7 @@ void PgServer::start() {
     forget_child(p);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
       throw StartError(fmt::format("{}: initdb failed (exit {}):\n{}", name_,
-                                   WIFEXITED(st) ? WEXITSTATUS(st) : -1, log_tail(dir_ + "/initdb.log")));
+                                   WIFEXITED(st) ? WEXITSTATUS(st) : -1, log_tail(dir_ + "/initdb.log", 8)));
     initialized_ = true;
   }
   pid_ = spawn({pg_binary("postgres"), "-D", dir_ + "/data", "-p", std::to_string(port_), "-c",
@@ -210,7 +200,7 @@ void PgServer::start() {
       forget_child(pid_);
       pid_ = -1;
       throw StartError(
-          fmt::format("{}: postgres exited at start-up (port {}):\n{}", name_, port_, log_tail(log)));
+          fmt::format("{}: postgres exited at start-up (port {}):\n{}", name_, port_, log_tail(log, 8)));
     }
     if (PQping(conninfo().c_str()) == PQPING_OK) {
       Conn c = connect(conninfo());
@@ -235,7 +225,7 @@ void PgServer::start() {
     if (mono_ns() > deadline) {
       stop();
       throw StartError(fmt::format("{}: postgres did not answer a query within {} s (port {}):\n{}", name_,
-                                   kStartDeadlineNs / 1'000'000'000, port_, log_tail(log)));
+                                   kStartDeadlineNs / 1'000'000'000, port_, log_tail(log, 8)));
     }
     ::usleep(20'000);
   }

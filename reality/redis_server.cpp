@@ -21,16 +21,6 @@ namespace locksim::reality {
 
 namespace {
 
-std::string log_tail(const std::string& file) {
-  std::ifstream in(file);
-  std::string line, last;
-  std::vector<std::string> lines;
-  while (std::getline(in, line)) lines.push_back(line);
-  for (std::size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i)
-    last += lines[i] + "\n";
-  return last;
-}
-
 redisContext* connect(std::uint16_t port, int timeout_ms) {
   timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);

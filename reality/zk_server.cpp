@@ -28,16 +28,6 @@ constexpr const char* kJar = "/usr/share/java/zookeeper.jar";
 /// logs nothing, and runs all the same.
 constexpr const char* kLogBinding = "/usr/share/java/slf4j-simple.jar";
 
-std::string log_tail(const std::string& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::vector<std::string> lines;
-  while (std::getline(in, line)) lines.push_back(line);
-  std::string out;
-  for (std::size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i) out += lines[i] + "\n";
-  return out;
-}
-
 /// A four-letter command's answer (empty: no answer within `timeout_ms`).
 std::string four_letter(std::uint16_t port, const char* cmd, int timeout_ms) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);

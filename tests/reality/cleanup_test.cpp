@@ -14,6 +14,7 @@
 #include <iterator>
 #include <string>
 
+#include "leftovers.hpp"
 #include "locksim/scenarios/catalog.hpp"
 #include "reality/children.hpp"
 #include "reality/plan.hpp"
@@ -23,47 +24,9 @@
 namespace locksim::reality {
 namespace {
 
+using namespace locksim::reality::leftovers;
+
 namespace fs = std::filesystem;
-
-bool no_children() {
-  return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD && registered_children() == 0;
-}
-
-/// A fresh folder for TMPDIR: every folder a run makes goes under it, and every process it starts carries
-/// TMPDIR=<it> in its environment.
-std::string fresh_tmpdir(const char* tag) {
-  std::string t = (fs::temp_directory_path() / (std::string("locksim-test-") + tag + "-XXXXXX")).string();
-  if (::mkdtemp(t.data()) == nullptr) return {};
-  return t;
-}
-
-/// Processes whose environment holds `TMPDIR=dir`, or whose working folder is under `dir` (redis-server
-/// rewrites its environment's memory for its process title, and works in its --dir), read from /proc; this
-/// process excluded.
-int processes_with_tmpdir(const std::string& dir) {
-  const std::string marker = "TMPDIR=" + dir;
-  int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(::getpid()))
-      continue;
-    std::error_code ec;
-    const std::string cwd = fs::read_symlink(e.path() / "cwd", ec).string();
-    if (!ec && cwd.rfind(dir + "/", 0) == 0) {
-      ++n;
-      continue;
-    }
-    std::ifstream in(e.path() / "environ", std::ios::binary);
-    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::size_t at = 0;
-    for (std::size_t z; (z = env.find('\0', at)) != std::string::npos; at = z + 1)
-      if (env.compare(at, z - at, marker) == 0) {
-        ++n;
-        break;
-      }
-  }
-  return n;
-}
 
 TEST(RealCleanup, AServerThatCannotStartLeavesNothing) {
   const std::string tmp = fresh_tmpdir("nostart");

@@ -17,6 +17,7 @@
 #include <iterator>
 #include <string>
 
+#include "leftovers.hpp"
 #include "locksim/scenarios/catalog.hpp"
 #include "reality/children.hpp"
 #include "reality/etcd_server.hpp"
@@ -26,50 +27,14 @@
 namespace locksim::reality {
 namespace {
 
+using namespace locksim::reality::leftovers;
+
 namespace fs = std::filesystem;
 
 #define REQUIRE_ETCD()                                                             \
   do {                                                                             \
     if (const std::string why = etcd_missing(); !why.empty()) GTEST_SKIP() << why; \
   } while (0)
-
-bool no_children() {
-  return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD && registered_children() == 0;
-}
-
-std::string fresh_tmpdir(const char* tag) {
-  std::string t =
-      (fs::temp_directory_path() / (std::string("locksim-etcd-test-") + tag + "-XXXXXX")).string();
-  if (::mkdtemp(t.data()) == nullptr) return {};
-  return t;
-}
-
-/// Processes (this one excluded) working in a folder under `dir` (each etcd member works in its own) or
-/// carrying TMPDIR=<dir> in their environment (the clients, a child locksim).
-int processes_with_tmpdir(const std::string& dir) {
-  const std::string marker = "TMPDIR=" + dir;
-  int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(::getpid()))
-      continue;
-    std::error_code ec;
-    const std::string cwd = fs::read_symlink(e.path() / "cwd", ec).string();
-    if (!ec && cwd.rfind(dir + "/", 0) == 0) {
-      ++n;
-      continue;
-    }
-    std::ifstream in(e.path() / "environ", std::ios::binary);
-    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::size_t at = 0;
-    for (std::size_t z; (z = env.find('\0', at)) != std::string::npos; at = z + 1)
-      if (env.compare(at, z - at, marker) == 0) {
-        ++n;
-        break;
-      }
-  }
-  return n;
-}
 
 TEST(RealEtcd, GcPauseLetsTheStaleWriteThroughAsSimulated) {
   REQUIRE_ETCD();

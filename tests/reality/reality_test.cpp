@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "leftovers.hpp"
 #include "locksim/scenarios/catalog.hpp"
 #include "reality/children.hpp"
 #include "reality/plan.hpp"
@@ -13,16 +14,13 @@
 namespace locksim::reality {
 namespace {
 
+using namespace locksim::reality::leftovers;
+
 #define REQUIRE_REDIS()                                                                       \
   do {                                                                                        \
     if (find_program("redis-server").empty())                                                 \
       GTEST_SKIP() << "redis-server is not installed (Debian: apt-get install redis-server)"; \
   } while (0)
-
-/// No child process of this test process is left (running or unreaped).
-bool no_children() {
-  return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD && registered_children() == 0;
-}
 
 RunOutput real(const std::string& scenario, const std::string& protocol, double scale = 0.3) {
   return run_real(scaled(load_scenario(scenario), scale), protocol);
