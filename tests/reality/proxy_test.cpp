@@ -22,6 +22,7 @@
 
 #include "locksim/scenarios/catalog.hpp"
 #include "locksim/scenarios/loader.hpp"
+#include "leftovers.hpp"
 #include "reality/children.hpp"
 #include "reality/plan.hpp"
 #include "reality/proxy.hpp"
@@ -31,6 +32,7 @@ namespace locksim::reality {
 namespace {
 
 using namespace std::chrono_literals;
+using leftovers::no_children;
 namespace fs = std::filesystem;
 
 /// An echo server on a loopback port: one thread, every connection's bytes sent back as they come; counts
@@ -319,10 +321,6 @@ TEST(RealityPlan, NetworkFaultsGoThroughTheProxyOrSayWhyNot) {
     if (find_program("redis-server").empty())                                                 \
       GTEST_SKIP() << "redis-server is not installed (Debian: apt-get install redis-server)"; \
   } while (0)
-
-bool no_children() {
-  return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD && registered_children() == 0;
-}
 
 /// The proxy's ports, from its trace note ("client1<->redis1 port 39635 -> 37219 ...").
 std::vector<std::uint16_t> proxy_ports(const RunOutput& r) {
