@@ -6,233 +6,134 @@
 #include <map>
 #include <vector>
 
+#include "locksim/protocols/redis/lock_algorithms.hpp"
+
 namespace locksim {
 namespace redis {
 namespace {
 
-/// A value unique per acquisition attempt (the Redlock spec's "random value"), from the process's own stream.
-std::string random_value(Rng& rng) {
-  // Two draws in sequence: as two arguments of one call their order would be unspecified (GCC and Clang
-  // differ, and so did every Redis trace hash). The order kept is GCC's (the golden hashes').
-  const std::uint64_t second = rng.next();
-  const std::uint64_t first = rng.next();
-  return fmt::format("{:016x}{:016x}", first, second);
-}
+/// A Redis lock client's world in the simulator: its process's Context, the node model's messages.
+class SimLink final : public Link {
+ public:
+  SimLink(Context& ctx, const std::vector<ProcId>& nodes, Duration node_timeout, ProcId* master = nullptr,
+          ProcId sentinel = {})
+      : ctx_(ctx), nodes_(nodes), timeout_(node_timeout), master_(master), sentinel_(sentinel) {}
 
-/// Redisson keeps the fencing counter beside the lock: "{lock}:token".
-std::string fence_key(const std::string& key) {
-  return key + ":token";
-}
+  Time now() override { return ctx_.now(); }
+  Time wall() override { return ctx_.wall(); }
+  void sleep(Duration d) override { ctx_.sleep(d); }
+  Rng& rng() override { return ctx_.rng(); }
+  void note(std::string_view label, std::string detail) override { ctx_.note(label, std::move(detail)); }
+  std::size_t nodes() const override { return nodes_.size(); }
 
-/// Replies to requests this client gave up on (timeouts, failed rounds), and hosts' refusals of them, would
-/// otherwise pile up in the mailbox.
-void purge_stale_replies(Context& ctx) {
-  while (ctx.receive(0ns, [](const Message& m) { return m.as<Reply>() != nullptr || is_refusal(m); })) {
+  /// Replies to requests given up on, and hosts' refusals of them, would otherwise pile up in the mailbox.
+  void forget_stale() override {
+    while (ctx_.receive(0ns, [](const Message& m) { return m.as<Reply>() != nullptr || is_refusal(m); })) {
+    }
   }
-}
 
-/// Client of a single Redis node (plus its replica behind a sentinel when cfg.replica is on).
-///
-/// Like the Redis documentation's single-instance lock and the simple clients built on it, it does not
-/// compute the time an acquisition took: it believes it holds the lock for `ttl` from the moment it SENT the
-/// SET, on its monotonic clock, and returns the grant whenever an OK comes back, however late it reads it.
-/// This is the client that Kleppmann's "pause while replies are in flight" story breaks.
+  /// The current master: asked of the sentinel before every command (standing in for the +switch-master
+  /// notification real sentinel clients subscribe to); the last known master if the sentinel does not
+  /// answer.
+  void discover() override {
+    if (!sentinel_.valid()) return;
+    auto m = ctx_.call(sentinel_, command_message({.op = Op::get_master}), timeout_);
+    if (const Reply* r = m ? m->as<Reply>() : nullptr; r != nullptr && r->value) {
+      const ProcId p = ctx_.lookup(*r->value);
+      if (p.valid()) *master_ = p;
+    }
+  }
+
+  std::optional<Answer> request(const Command& c, std::string_view label) override {
+    const std::uint64_t id = ctx_.send(*master_, command_message(c));
+    ctx_.note(label, fmt::format("key={} value={} nodes=1", c.key, c.value));
+    const auto m = ctx_.receive(timeout_, [id](const Message& r) { return r.reply_to == id; });
+    const Reply* r = m ? m->as<Reply>() : nullptr;
+    if (r == nullptr) return std::nullopt;
+    return Answer{r->ok, r->integer};
+  }
+
+  std::uint32_t round(const Command& c, std::string_view label, Time deadline) override {
+    std::map<std::uint64_t, std::size_t> pending;
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      pending.emplace(ctx_.send(nodes_[i], command_message(c)), i);
+    ctx_.note(label, fmt::format("key={} value={} nodes={}", c.key, c.value, nodes_.size()));
+    std::uint32_t votes = 0;
+    while (!pending.empty()) {
+      auto m = ctx_.receive(std::max(Duration{0}, deadline - ctx_.now()),
+                            [&pending](const Message& x) { return pending.count(x.reply_to) != 0; });
+      if (!m) break;
+      pending.erase(m->reply_to);
+      if (const Reply* rep = m->as<Reply>(); rep != nullptr && rep->ok) ++votes;
+    }
+    return votes;
+  }
+
+ private:
+  Context& ctx_;
+  const std::vector<ProcId>& nodes_;
+  Duration timeout_;
+  ProcId* master_;
+  ProcId sentinel_;
+};
+
+/// Client of a single Redis node (plus its replica behind a sentinel when cfg.replica is on):
+/// SingleNodeAlgorithm (lock_algorithms.hpp) over the simulated network.
 class RedisClient final : public LockClient {
  public:
   RedisClient(Context& ctx, const ProtocolConfig& cfg, bool incr)
-      : cfg_(cfg), incr_(incr), node_(ctx.lookup("redis1")) {
+      : algo_(cfg, incr), timeout_(cfg.node_timeout), node_{ctx.lookup("redis1")} {
     if (cfg.replica) sentinel_ = ctx.lookup("sentinel1");
   }
 
   std::optional<Grant> acquire(Context& ctx, const std::string& key, Duration ttl) override {
-    purge_stale_replies(ctx);
-    for (std::uint32_t attempt = 0; attempt <= cfg_.retry_count; ++attempt) {
-      if (attempt > 0) ctx.sleep(retry_pause(ctx.rng(), cfg_));
-      const ProcId master = discover(ctx);
-      Command c{.op = Op::set_nx, .key = key, .value = random_value(ctx.rng()), .ttl = ttl};
-      if (incr_) c.fence_counter = fence_key(key);
-      const Time start = ctx.now();
-      const Reply* r = request(ctx, master, c, "acquire-sent");
-      if (r == nullptr || !r->ok) continue;  // timeout, nil (held by someone else) or READONLY
-      Grant g;
-      g.key = key;
-      g.value = c.value;
-      g.valid_until = start + ttl;
-      if (incr_) g.token = static_cast<std::uint64_t>(r->integer);
-      return g;
-    }
-    return std::nullopt;
+    SimLink link = this->link(ctx);
+    return algo_.acquire(link, key, ttl);
   }
-
   bool extend(Context& ctx, Grant& grant, Duration ttl) override {
-    purge_stale_replies(ctx);
-    const ProcId master = discover(ctx);
-    const Time start = ctx.now();
-    const Reply* r =
-        request(ctx, master, {.op = Op::pexpire_if_value, .key = grant.key, .value = grant.value, .ttl = ttl},
-                "extend-sent");
-    if (r == nullptr || !r->ok) return false;
-    grant.valid_until = start + ttl;
-    return true;
+    SimLink link = this->link(ctx);
+    return algo_.extend(link, grant, ttl);
   }
-
   void release(Context& ctx, const Grant& grant) override {
-    purge_stale_replies(ctx);
-    const ProcId master = discover(ctx);
-    request(ctx, master,
-            {.op = Op::del_if_value,
-             .key = grant.key,
-             .value = grant.value,
-             .blind = cfg_.variant == "blind-release"},
-            "release-sent");
+    SimLink link = this->link(ctx);
+    algo_.release(link, grant);
   }
 
  private:
-  /// The current master: asked of the sentinel before every command (standing in for the +switch-master
-  /// notification real sentinel clients subscribe to); the last known master if the sentinel does not answer.
-  ProcId discover(Context& ctx) {
-    if (!sentinel_.valid()) return node_;
-    auto m = ctx.call(sentinel_, command_message({.op = Op::get_master}), cfg_.node_timeout);
-    if (const Reply* r = m ? m->as<Reply>() : nullptr; r != nullptr && r->value) {
-      const ProcId p = ctx.lookup(*r->value);
-      if (p.valid()) node_ = p;
-    }
-    return node_;
-  }
+  SimLink link(Context& ctx) { return SimLink(ctx, node_, timeout_, &node_[0], sentinel_); }
 
-  /// Send `c`, log `label` (a point where fault plans can pause this client), wait for the reply.
-  const Reply* request(Context& ctx, ProcId to, const Command& c, std::string_view label) {
-    const std::uint64_t id = ctx.send(to, command_message(c));
-    ctx.note(label, fmt::format("key={} value={} nodes=1", c.key, c.value));
-    last_ = ctx.receive(cfg_.node_timeout, [id](const Message& r) { return r.reply_to == id; });
-    return last_ ? last_->as<Reply>() : nullptr;
-  }
-
-  ProtocolConfig cfg_;
-  std::optional<Message> last_;
-  bool incr_;
-  ProcId node_;
+  SingleNodeAlgorithm algo_;
+  Duration timeout_;
+  std::vector<ProcId> node_;  ///< the master last known (one)
   ProcId sentinel_{};
 };
 
-/// Client of N independent Redis masters: the Redlock algorithm of the Redis documentation, with
-/// node-redlock's defaults (retry 10 times, 200 ms ± 100 ms, drift factor 0.01 + 2 ms).
-///
-/// Which clock measures the elapsed time, and when (the "pause while replies are in flight" question):
-///  - The specification (step 1: "get the current time"; step 3: "subtract from the current time the
-///  timestamp
-///    obtained in step 1") and its reference clients read the WALL clock before sending and again after the
-///    replies: redlock-rb uses Time.now, node-redlock uses Date.now() around the whole acquisition (its
-///    lock's expiration is start + ttl - drift, compared with Date.now() later). Because the second reading
-///    happens after the client has read the replies, a pause while replies are in flight IS counted: the
-///    client resumes, reads the buffered OKs, computes validity = ttl - elapsed - drift <= 0 and unlocks. So
-///    with elapsed_recheck = false we do exactly that: start = ctx.wall() before the first send, elapsed =
-///    ctx.wall() - start after collecting. What remains unsafe is the wall clock itself: a client whose wall
-///    clock steps back (NTP) during the pause under-counts the elapsed time and keeps a grant that has
-///    expired on every node. The unsafe case for a plain pause is the single-node `redis` client, which
-///    computes no elapsed time at all.
-///  - elapsed_recheck = true is antirez's answer ("Is Redlock safe?"): after collecting the replies, re-read
-///  a
-///    MONOTONIC clock and fail (unlock all) if the time since sending exceeds the validity budget; the
-///    grant's validity is then bounded by the monotonic measure too, so a wall-clock step cannot extend it.
-///  - cfg.variant == "no-elapsed-check" is a broken-on-purpose teaching variant: the client skips step 3 and
-///    believes it holds the lock for ttl - drift from sending (like the single-node client); with it,
-///    Kleppmann's pause-in-flight story breaks Redlock exactly as his article tells it.
+/// Client of N independent Redis masters: RedlockAlgorithm (lock_algorithms.hpp) over the simulated
+/// network.
 class RedlockClient final : public LockClient {
  public:
-  RedlockClient(Context& ctx, const ProtocolConfig& cfg) : cfg_(cfg) {
+  RedlockClient(Context& ctx, const ProtocolConfig& cfg) : algo_(cfg), timeout_(cfg.node_timeout) {
     const std::uint32_t n = cfg.nodes ? cfg.nodes : 5;
     for (std::uint32_t i = 1; i <= n; ++i) nodes_.push_back(ctx.lookup(fmt::format("redis{}", i)));
-    quorum_ = majority(n);
   }
 
   std::optional<Grant> acquire(Context& ctx, const std::string& key, Duration ttl) override {
-    purge_stale_replies(ctx);
-    for (std::uint32_t attempt = 0; attempt <= cfg_.retry_count; ++attempt) {
-      if (attempt > 0) ctx.sleep(retry_pause(ctx.rng(), cfg_));
-      const std::string value = random_value(ctx.rng());
-      const Round r = round(ctx, {.op = Op::set_nx, .key = key, .value = value, .ttl = ttl}, "acquire-sent");
-      if (r.votes >= quorum_) {
-        if (auto until = valid_until(ctx, r, ttl)) {
-          Grant g;
-          g.key = key;
-          g.value = value;
-          g.valid_until = *until;
-          return g;
-        }
-      }
-      ctx.note("attempt-failed", fmt::format("key={} votes={}/{}", key, r.votes, nodes_.size()));
-      unlock_all(ctx, key, value);
-    }
-    return std::nullopt;
+    SimLink link(ctx, nodes_, timeout_);
+    return algo_.acquire(link, key, ttl);
   }
-
   bool extend(Context& ctx, Grant& grant, Duration ttl) override {
-    purge_stale_replies(ctx);
-    const Round r = round(
-        ctx, {.op = Op::pexpire_if_value, .key = grant.key, .value = grant.value, .ttl = ttl}, "extend-sent");
-    if (r.votes < quorum_) return false;
-    auto until = valid_until(ctx, r, ttl);
-    if (!until) return false;
-    grant.valid_until = *until;
-    return true;
+    SimLink link(ctx, nodes_, timeout_);
+    return algo_.extend(link, grant, ttl);
   }
-
   void release(Context& ctx, const Grant& grant) override {
-    purge_stale_replies(ctx);
-    unlock_all(ctx, grant.key, grant.value);
+    SimLink link(ctx, nodes_, timeout_);
+    algo_.release(link, grant);
   }
 
  private:
-  struct Round {
-    std::uint32_t votes = 0;
-    Time start_wall{};
-    Time start_mono{};
-  };
-
-  /// Send `c` to every node at once, then collect the answers until all came or the per-node timeout passed.
-  /// Replies already buffered (read after a pause) are always taken, as a real event loop would.
-  Round round(Context& ctx, Command c, std::string_view label) {
-    Round r{0, ctx.wall(), ctx.now()};
-    std::map<std::uint64_t, std::size_t> pending;
-    for (std::size_t i = 0; i < nodes_.size(); ++i)
-      pending.emplace(ctx.send(nodes_[i], command_message(c)), i);
-    ctx.note(label, fmt::format("key={} value={} nodes={}", c.key, c.value, nodes_.size()));
-    const Time deadline = r.start_mono + cfg_.node_timeout;
-    while (!pending.empty()) {
-      auto m = ctx.receive(std::max(Duration{0}, deadline - ctx.now()),
-                           [&pending](const Message& x) { return pending.count(x.reply_to) != 0; });
-      if (!m) break;
-      pending.erase(m->reply_to);
-      if (const Reply* rep = m->as<Reply>(); rep != nullptr && rep->ok) ++r.votes;
-    }
-    return r;
-  }
-
-  /// validity = ttl - elapsed - drift, must be > 0 (see the class comment for the clocks). The answer is the
-  /// end of validity on this client's monotonic clock.
-  std::optional<Time> valid_until(Context& ctx, const Round& r, Duration ttl) const {
-    const Duration drift = redlock_drift(cfg_, ttl);
-    if (cfg_.variant == "no-elapsed-check") return r.start_mono + ttl - drift;
-    const Duration validity_wall = ttl - (ctx.wall() - r.start_wall) - drift;
-    if (validity_wall <= 0ns) return std::nullopt;
-    Time until = ctx.now() + validity_wall;
-    if (cfg_.elapsed_recheck) {
-      const Time mono_now = ctx.now();
-      if (ttl - (mono_now - r.start_mono) - drift <= 0ns) return std::nullopt;
-      until = std::min(until, r.start_mono + ttl - drift);
-    }
-    return until;
-  }
-
-  void unlock_all(Context& ctx, const std::string& key, const std::string& value) {
-    round(ctx, {.op = Op::del_if_value, .key = key, .value = value, .blind = cfg_.variant == "blind-release"},
-          "release-sent");
-  }
-
-  ProtocolConfig cfg_;
+  RedlockAlgorithm algo_;
+  Duration timeout_;
   std::vector<ProcId> nodes_;
-  std::uint32_t quorum_ = 1;
 };
 
 /// A node's options with its own [[node]] persistence applied.
