@@ -1,7 +1,6 @@
 #include "reality/client.hpp"
 
 #include <arpa/inet.h>
-#include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -19,51 +18,16 @@
 #include "reality/children.hpp"
 #include "reality/etcd_client.hpp"
 #include "reality/pg_client.hpp"
+#include "reality/redis_link.hpp"
 #include "reality/zk_client.hpp"
 
 namespace locksim::reality {
 
 namespace {
 
-/// SET NX PX, and only when it took effect: the INCR token (redis+incr) and the service record, published
-/// from inside the script so it is atomic with the SET (redis_server.hpp).
-constexpr const char* kAcquire = R"(local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-if not ok then return false end
-local tok = 0
-if ARGV[3] == '1' then tok = redis.call('INCR', KEYS[1] .. ':token') end
-local t = redis.call('TIME')
-redis.call('PUBLISH', 'locksim:sets', KEYS[1] .. '\n' .. ARGV[1] .. '\n' .. t[1] .. '\n' .. t[2])
-return {1, tok})";
-
-/// The Redis documentation's compare-and-delete.
-constexpr const char* kRelease = R"(if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-else
-  return 0
-end)";
-
 std::string token_text(const std::optional<std::uint64_t>& t) {
   return t ? std::to_string(*t) : "-";
 }
-
-/// A small xorshift generator for the retry jitter and the lock values (outside any world).
-class Random {
- public:
-  explicit Random(std::uint64_t seed) : s_(seed ? seed : 0x9e3779b97f4a7c15ULL) {}
-  std::uint64_t next() {
-    s_ ^= s_ << 13;
-    s_ ^= s_ >> 7;
-    s_ ^= s_ << 17;
-    return s_;
-  }
-  std::int64_t between(std::int64_t lo, std::int64_t hi) {
-    if (hi <= lo) return lo;
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-
- private:
-  std::uint64_t s_;
-};
 
 struct Grant {
   std::uint64_t id = 0;
@@ -94,12 +58,16 @@ class Client {
       zk_ = std::make_unique<ZkLock>(hosts, p.lock_key, p.spec.name, p.config.ttl.count(),
                                      [this](const std::string& l, const std::string& d) { note(l, d); });
     } else {
-      nodes_.resize(p.ports.size(), nullptr);
+      redis_ =
+          std::make_unique<RedisLink>(p.ports, p.cut, p.config.node_timeout, p.t0, rng_.next(),
+                                      [this](const std::string& l, const std::string& d) { note(l, d); });
+      if (p.protocol == "redlock")
+        redlock_.emplace(p.config);
+      else
+        single_.emplace(p.config, p.protocol == "redis+incr" || p.config.incr_token);
     }
   }
   ~Client() {
-    for (redisContext* c : nodes_)
-      if (c) redisFree(c);
     if (store_ >= 0) ::close(store_);
   }
 
@@ -186,11 +154,10 @@ class Client {
       }
       const std::int64_t requested = now();
       note("acquire", fmt::format("key={}", p_.lock_key));
-      std::optional<Grant> g = zk()                       ? zk_acquire()
-                               : etcd()                   ? lease_acquire()
-                               : db()                     ? db_acquire()
-                               : p_.protocol == "redlock" ? redlock_acquire()
-                                                          : redis_acquire();
+      std::optional<Grant> g = zk()     ? zk_acquire()
+                               : etcd() ? lease_acquire()
+                               : db()   ? db_acquire()
+                                        : redis_acquire();
       if (!g) {
         note("acquire-failed");
         sleep_ns(p_.spec.retry_delay.count());
@@ -212,165 +179,23 @@ class Client {
     }
   }
 
-  std::string random_value() { return fmt::format("{:016x}{:016x}", rng_.next(), rng_.next()); }
-
-  /// A connection to node i, made on demand (and again after a failure); null when it cannot be made.
-  redisContext* node(std::size_t i) {
-    // A server that was killed and restarted closed this connection: a client notices before it sends (as
-    // Redis clients' connection checks do) and connects again, instead of losing the command to a dead
-    // socket. The simulated client's messages simply reach the restarted node.
-    if (nodes_[i] && !nodes_[i]->err && closed_by_peer(nodes_[i]->fd)) {
-      redisFree(nodes_[i]);
-      nodes_[i] = nullptr;
-    }
-    if (nodes_[i] && nodes_[i]->err) {
-      redisFree(nodes_[i]);
-      nodes_[i] = nullptr;
-    }
-    if (!nodes_[i]) {
-      const std::int64_t t = p_.config.node_timeout.count();
-      timeval tv{static_cast<time_t>(t / 1'000'000'000), static_cast<suseconds_t>(t % 1'000'000'000 / 1000)};
-      redisContext* c = redisConnectWithTimeout("127.0.0.1", p_.ports[i], tv);
-      if (c == nullptr || c->err) {
-        if (c) redisFree(c);
-        return nullptr;
-      }
-      nodes_[i] = c;
-    }
-    return nodes_[i];
-  }
-
-  /// The peer closed the connection (EOF or an error waiting to be read; nothing else is expected on it
-  /// between commands).
-  static bool closed_by_peer(int fd) {
-    pollfd pf{fd, POLLIN | POLLRDHUP, 0};
-    if (::poll(&pf, 1, 0) <= 0) return false;
-    if (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) return true;
-    char b = 0;
-    return ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
-  }
-
-  /// A command sent to every node not cut off at once, then the answers collected until the per-node timeout
-  /// from the start (a cut-off node never answers: the round waits its timeout out, as a partition does).
-  /// Returns the replies by node (null: none).
-  std::vector<redisReply*> round(const std::vector<std::string>& args, const char* label) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.c_str());
-      lens.push_back(a.size());
-    }
-    const std::int64_t deadline = now() + p_.config.node_timeout.count();
-    std::vector<redisContext*> sent(nodes_.size(), nullptr);
-    bool any_cut = false;
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      if (p_.cut[i]) {
-        any_cut = true;
-        continue;
-      }
-      redisContext* c = node(i);
-      if (!c) continue;
-      redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
-      int done = 0;
-      while (!done)
-        if (redisBufferWrite(c, &done) != REDIS_OK) break;
-      if (done) sent[i] = c;
-    }
-    note(label,
-         fmt::format("key={} value={} nodes={}", args[3], args.size() > 4 ? args[4] : "", nodes_.size()));
-    std::vector<redisReply*> out(nodes_.size(), nullptr);
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      redisContext* c = sent[i];
-      if (!c) continue;
-      const std::int64_t left = std::max<std::int64_t>(deadline - now(), 1000);
-      timeval tv{static_cast<time_t>(left / 1'000'000'000),
-                 static_cast<suseconds_t>(left % 1'000'000'000 / 1000)};
-      if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1;
-      redisSetTimeout(c, tv);
-      void* r = nullptr;
-      if (redisGetReply(c, &r) == REDIS_OK) out[i] = static_cast<redisReply*>(r);
-    }
-    if (any_cut && now() < deadline) sleep_ns(deadline - now());
-    return out;
-  }
-
-  static bool set_ok(const redisReply* r) {
-    return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 2;
-  }
-
-  std::vector<std::string> acquire_args(const std::string& value) const {
-    const bool incr = p_.protocol == "redis+incr" || (p_.protocol == "redis" && p_.config.incr_token);
-    return {"EVAL",
-            kAcquire,
-            "1",
-            p_.lock_key,
-            value,
-            std::to_string(std::max<std::int64_t>(1, p_.config.ttl.count() / 1'000'000)),
-            incr ? "1" : "0"};
-  }
-
-  void free_all(std::vector<redisReply*>& rs) {
-    for (redisReply* r : rs)
-      if (r) freeReplyObject(r);
-  }
-
-  std::int64_t retry_pause() {
-    const std::int64_t j = p_.config.retry_jitter.count();
-    return std::max<std::int64_t>(0, p_.config.retry_delay.count() + rng_.between(-j, j));
-  }
-
-  /// protocols/redis/redis.cpp's RedisClient::acquire.
+  /// SingleNodeAlgorithm or RedlockAlgorithm (protocols/redis/lock_algorithms.hpp), the simulated clients'
+  /// own code, over real Redis (redis_link.hpp).
   std::optional<Grant> redis_acquire() {
-    for (std::uint32_t attempt = 0; attempt <= p_.config.retry_count; ++attempt) {
-      if (attempt > 0) sleep_ns(retry_pause());
-      const std::string value = random_value();
-      const std::int64_t start = now();
-      std::vector<redisReply*> rs = round(acquire_args(value), "acquire-sent");
-      const bool ok = set_ok(rs[0]);
-      std::optional<std::uint64_t> token;
-      const bool incr = p_.protocol == "redis+incr" || p_.config.incr_token;
-      if (ok && incr) token = static_cast<std::uint64_t>(rs[0]->element[1]->integer);
-      free_all(rs);
-      if (!ok) continue;
-      return Grant{0, value, token, start + p_.config.ttl.count()};
-    }
-    return std::nullopt;
+    const std::optional<locksim::Grant> g = redlock_ ? redlock_->acquire(*redis_, p_.lock_key, p_.config.ttl)
+                                                     : single_->acquire(*redis_, p_.lock_key, p_.config.ttl);
+    if (!g) return std::nullopt;
+    return Grant{0, g->value, g->token, g->valid_until.count()};
   }
 
-  /// protocols/redis/redis.cpp's RedlockClient::acquire (wall clock around the round, as node-redlock).
-  std::optional<Grant> redlock_acquire() {
-    const std::uint32_t quorum = redis::majority(static_cast<std::uint32_t>(nodes_.size()));
-    const Duration ttl = p_.config.ttl;
-    for (std::uint32_t attempt = 0; attempt <= p_.config.retry_count; ++attempt) {
-      if (attempt > 0) sleep_ns(retry_pause());
-      const std::string value = random_value();
-      const std::int64_t start_wall = real_ns(), start_mono = now();
-      std::vector<redisReply*> rs = round(acquire_args(value), "acquire-sent");
-      std::uint32_t votes = 0;
-      for (redisReply* r : rs) votes += set_ok(r) ? 1 : 0;
-      free_all(rs);
-      if (votes >= quorum) {
-        const std::int64_t drift = redis::redlock_drift(p_.config, ttl).count();
-        const std::int64_t validity = ttl.count() - (real_ns() - start_wall) - drift;
-        if (validity > 0) {
-          std::int64_t until = now() + validity;
-          bool ok = true;
-          if (p_.config.elapsed_recheck) {
-            ok = ttl.count() - (now() - start_mono) - drift > 0;
-            until = std::min(until, start_mono + ttl.count() - drift);
-          }
-          if (ok) return Grant{0, value, std::nullopt, until};
-        }
-      }
-      note("attempt-failed", fmt::format("key={} votes={}/{}", p_.lock_key, votes, nodes_.size()));
-      unlock_all(value);
-    }
-    return std::nullopt;
-  }
-
-  void unlock_all(const std::string& value) {
-    std::vector<redisReply*> rs = round({"EVAL", kRelease, "1", p_.lock_key, value}, "release-sent");
-    free_all(rs);
+  void redis_release(const std::string& value) {
+    locksim::Grant g;
+    g.key = p_.lock_key;
+    g.value = value;
+    if (redlock_)
+      redlock_->release(*redis_, g);
+    else
+      single_->release(*redis_, g);
   }
 
   void release() {
@@ -389,7 +214,7 @@ class Client {
     else if (pg_)
       pg_->release(p_.lock_key, g.value, g.db_token);  // only while the row names this owner and token
     else
-      unlock_all(g.value);
+      redis_release(g.value);
     note("released");
   }
 
@@ -553,8 +378,10 @@ class Client {
   };
 
   const ClientPlan& p_;
-  Random rng_;
-  std::vector<redisContext*> nodes_;
+  Rng rng_;  ///< the workload's draws (a real run is not replayed: seeded from the time and the pid)
+  std::unique_ptr<RedisLink> redis_;
+  std::optional<redis::SingleNodeAlgorithm> single_;
+  std::optional<redis::RedlockAlgorithm> redlock_;
   std::unique_ptr<EtcdCalls> etcd_;
   std::unique_ptr<PgLeaseCalls> pg_;
   std::uint64_t db_owners_ = 0, db_app_counter_ = 0;

@@ -4,11 +4,12 @@
 /// A note waits for the parent's ack before the client goes on, so a fault triggered by the note (SIGSTOP)
 /// falls exactly there, as `after = { process, note }` does in the simulator.
 ///
-/// The lock logic is a small, faithful copy of protocols/redis/redis.cpp's clients (they are written against
-/// the simulator's Context; sharing them needs a command interface both transports implement, not done
-/// yet): the single-node client believes it holds the lock for ttl from sending its SET NX PX, whenever the
-/// OK comes; Redlock sends to every node at once, needs a majority, validity = ttl - elapsed (wall clock)
-/// - drift, unlock-all on failure, retries with jitter; release is the compare-and-delete script. The etcd
+/// The Redis clients (redis, redis+incr, redlock) run the simulated clients' own algorithms
+/// (protocols/redis/lock_algorithms.hpp) over hiredis (redis_link.hpp): the single-node client believes it
+/// holds the lock for ttl from sending its SET NX PX, whenever the OK comes; Redlock sends to every node at
+/// once, needs a majority, validity = ttl - elapsed (wall clock) - drift, unlock-all on failure, retries with
+/// jitter; release is the compare-and-delete script. The other clients are small, faithful copies of their
+/// simulated clients over their real transports (not shared yet). The etcd
 /// client (lease, lease+fence) is protocols/raft/lease.cpp's LeaseClient over etcd's v3 JSON gateway
 /// (etcd_client.hpp): a lease of the TTL valid from sending the grant, the lock key created in a txn if
 /// absent, its create revision the token, a keep-alive when one is due at a lease check, release = revoke.

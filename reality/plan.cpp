@@ -162,7 +162,10 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
   }
   const bool pg_variant =
       is_pg(protocol) && (cfg.variant == "monotonic-deadline" || cfg.variant == "app-counter");
-  if (!cfg.variant.empty() && !pg_variant)
+  // The Redis clients' variants (blind-release, no-elapsed-check) are their algorithms' own, and the real
+  // clients run those algorithms (protocols/redis/lock_algorithms.hpp).
+  const bool redis_variant = !is_etcd(protocol) && !is_pg(protocol) && !is_zk(protocol);
+  if (!cfg.variant.empty() && !pg_variant && !redis_variant)
     return fmt::format("the variant '{}' is not run for real", cfg.variant);
   if (!cfg.node_settings.empty())
     return std::string("per-node persistence ([[node]]) is not run for real yet");

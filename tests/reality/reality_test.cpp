@@ -54,6 +54,33 @@ TEST(RealRedis, RedlockGcPauseIsUnsafeAsSimulated) {
   EXPECT_EQ(r.history.service_quorum, 3u);
 }
 
+// The real clients run the simulated clients' own algorithms (protocols/redis/lock_algorithms.hpp), their
+// variants included: Redlock's teaching variant without the elapsed-time check takes the late grant for real
+// as in the simulation, and the algorithm as shipped gives it up in both.
+TEST(RealRedis, RedlockWithoutItsElapsedCheckKeepsALateGrantAsSimulated) {
+  REQUIRE_REDIS();
+  Scenario sc = scaled(
+      load_scenario(std::string(LOCKSIM_REALITY_SCENARIOS) + "/pause-in-flight-no-elapsed-check.toml"), 0.3);
+  ASSERT_EQ(sc.config_for("redlock").variant, "no-elapsed-check");
+  ASSERT_FALSE(not_reproducible(sc, "redlock").has_value());
+  const RunOutput late = run_real(sc, "redlock");
+  EXPECT_TRUE(no_children());
+  EXPECT_FALSE(late.check.safe);
+  EXPECT_EQ(late.check.count(kStaleWriteAccepted), 1u);
+  EXPECT_EQ(run_scenario(sc, "redlock").verdict(), late.verdict());
+  // client1's grant: believed valid until ttl - drift from sending, which had passed before it heard.
+  ASSERT_EQ(late.history.grants.size(), 2u);
+  const GrantRecord& g1 =
+      late.history.grants[0].client == "client1" ? late.history.grants[0] : late.history.grants[1];
+  EXPECT_LT(g1.believed_valid_until, g1.granted);
+
+  sc.per_protocol.at("redlock").variant.clear();
+  const RunOutput checked = run_real(sc, "redlock");
+  EXPECT_TRUE(no_children());
+  EXPECT_TRUE(checked.check.safe);
+  EXPECT_EQ(run_scenario(sc, "redlock").verdict(), checked.verdict());
+}
+
 TEST(RealRedis, IncrTokenWithAFencedStoreRejectsTheStaleWrite) {
   REQUIRE_REDIS();
   const RunOutput r = real("kleppmann-fencing-tokens", "redis+incr");
