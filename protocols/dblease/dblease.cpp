@@ -9,119 +9,49 @@ namespace locksim {
 namespace dblease {
 
 namespace {
-/// Serialization failures retried within one acquire/extend/release before it gives up.
-constexpr int kSerializationRetries = 8;
+
+/// The database lease client's world in the simulator: its process's Context, one SqlConnection.
+class SimLink final : public Link {
+ public:
+  SimLink(Context& ctx, SqlConnection& conn) : ctx_(ctx), conn_(conn) {}
+  Time now() override { return ctx_.now(); }
+  Time wall() override { return ctx_.wall(); }
+  void note(std::string_view label, std::string detail) override { ctx_.note(label, std::move(detail)); }
+  const std::string& name() const override { return ctx_.name(); }
+  std::uint64_t unique() override { return conn_.unique(); }
+  std::optional<SqlReply> exec(SqlRequest rq, Time deadline, std::string_view note) override {
+    return conn_.exec(ctx_, std::move(rq), deadline, note);
+  }
+
+ private:
+  Context& ctx_;
+  SqlConnection& conn_;
+};
+
 }  // namespace
 
 DbLeaseClient::DbLeaseClient(std::vector<ProcId> servers, std::shared_ptr<Connections> connections,
                              LeaseClientOptions opts)
-    : conn_(std::move(servers), std::move(connections)), opts_(opts) {}
-
-template <class Change>
-DbLeaseClient::Outcome DbLeaseClient::transaction(Context& ctx, const std::string& key, Duration timeout,
-                                                  Change&& change, Row& row, Time& now,
-                                                  std::string_view commit_note) {
-  const Time deadline = ctx.now() + timeout;
-  auto failed = [&](const std::optional<SqlReply>& r) {
-    if (!r) return Outcome::failed;
-    return r->error == kSerializationFailure ? Outcome::retry : Outcome::failed;
-  };
-  auto b = conn_.exec(ctx, SqlRequest{.op = SqlOp::begin}, deadline);
-  if (!b || !b->ok) return failed(b);
-  now = b->now;  // tx.Now(): the database's clock
-  auto s =
-      conn_.exec(ctx, SqlRequest{.op = SqlOp::select_for_update, .table = kLeaseTable, .key = key}, deadline);
-  if (!s || !s->ok) return failed(s);
-  row = s->row.value_or(Row{.token = opts_.first_token > 0 ? opts_.first_token - 1 : 0});
-  if (!change(row, now)) {
-    conn_.exec(ctx, SqlRequest{.op = SqlOp::rollback}, deadline);
-    return Outcome::refused;
-  }
-  auto u = conn_.exec(ctx, SqlRequest{.op = SqlOp::update, .table = kLeaseTable, .key = key, .row = row},
-                      deadline);
-  if (!u || !u->ok) return failed(u);
-  auto c = conn_.exec(ctx, SqlRequest{.op = SqlOp::commit}, deadline, commit_note);
-  if (!c || !c->ok) return failed(c);  // no answer: it may have committed; the TTL settles it
-  return Outcome::done;
-}
-
-template <class Change>
-DbLeaseClient::Outcome DbLeaseClient::with_retries(Context& ctx, const std::string& key, Duration timeout,
-                                                   Change&& change, Row& row, Time& now,
-                                                   std::string_view commit_note) {
-  Outcome o = Outcome::retry;
-  for (int i = 0; i <= kSerializationRetries && o == Outcome::retry; ++i) {
-    if (i > 0) ctx.note("serialization-retry", key);
-    o = transaction(ctx, key, timeout, change, row, now, commit_note);
-  }
-  return o == Outcome::retry ? Outcome::failed : o;
-}
-
-void DbLeaseClient::set_validity(Context& ctx, Grant& g, Time expires, Time sent, Duration ttl) const {
-  g.lease_id = static_cast<std::uint64_t>(expires.count());
-  // What the client believes, on its monotonic clock for the reports: the wall-clock deadline read now, or
-  // the monotonic one from before the request.
-  g.valid_until = opts_.monotonic_deadline ? sent + ttl : ctx.now() + (expires - ctx.wall());
-}
+    : conn_(std::move(servers), std::move(connections)), algo_(opts) {}
 
 std::optional<Grant> DbLeaseClient::acquire(Context& ctx, const std::string& key, Duration ttl) {
-  const Time sent = ctx.now();
-  const std::string owner = fmt::format("{}#{}", ctx.name(), conn_.unique());
-  Row row;
-  Time now{};
-  // The notes' AcquireLease: free or expired by the database's clock, then Token++, Owner, Expires.
-  auto take = [&](Row& r, Time tx_now) {
-    if (!r.owner.empty() && r.expires > tx_now) return false;
-    ++r.token;
-    r.owner = owner;
-    r.expires = tx_now + ttl;
-    return true;
-  };
-  // "acquire-sent": the COMMIT that makes the client the holder has left; its answer is in flight.
-  if (with_retries(ctx, key, timeout_for(ttl), take, row, now, "acquire-sent") != Outcome::done)
-    return std::nullopt;
-  Grant g;
-  g.key = key;
-  g.value = owner;
-  g.token =
-      opts_.app_counter ? ++app_counter_ + (opts_.first_token > 0 ? opts_.first_token - 1 : 0) : row.token;
-  set_validity(ctx, g, row.expires, sent, ttl);
-  return g;
+  SimLink link(ctx, conn_);
+  return algo_.acquire(link, key, ttl);
 }
 
 bool DbLeaseClient::extend(Context& ctx, Grant& grant, Duration ttl) {
-  const Time sent = ctx.now();
-  Row row;
-  Time now{};
-  // Only the owner, with its token, while the row still names it and has not expired.
-  auto renew = [&](Row& r, Time tx_now) {
-    if (r.owner != grant.value || r.expires <= tx_now) return false;
-    if (!opts_.app_counter && grant.token && r.token != *grant.token) return false;
-    r.expires = tx_now + ttl;
-    return true;
-  };
-  if (with_retries(ctx, grant.key, timeout_for(ttl), renew, row, now) != Outcome::done) return false;
-  set_validity(ctx, grant, row.expires, sent, ttl);
-  return true;
+  SimLink link(ctx, conn_);
+  return algo_.extend(link, grant, ttl);
 }
 
 void DbLeaseClient::release(Context& ctx, const Grant& grant) {
-  Row row;
-  Time now{};
-  auto free = [&](Row& r, Time tx_now) {
-    if (r.owner != grant.value) return false;
-    if (!opts_.app_counter && grant.token && r.token != *grant.token) return false;
-    r.owner.clear();
-    r.expires = tx_now;
-    return true;
-  };
-  with_retries(ctx, grant.key, timeout_for(std::max<Duration>(grant.valid_until - ctx.now(), 1s)), free, row,
-               now);
+  SimLink link(ctx, conn_);
+  algo_.release(link, grant);
 }
 
 bool DbLeaseClient::believes_valid(Context& ctx, const Grant& grant) {
-  if (opts_.monotonic_deadline) return ctx.now() < grant.valid_until;
-  return ctx.wall() < Time{static_cast<std::int64_t>(grant.lease_id)};
+  SimLink link(ctx, conn_);
+  return algo_.believes_valid(link, grant);
 }
 
 namespace {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "locksim/protocols/dblease/lease_algorithm.hpp"
 #include "locksim/protocols/dblease/sql.hpp"
 #include "locksim/protocols/lock.hpp"
 
@@ -33,16 +34,7 @@ void register_dblease_protocols(ProtocolRegistry& registry);
 
 namespace dblease {
 
-struct LeaseClientOptions {
-  bool monotonic_deadline = false;  ///< variant: deadline = monotonic send time + ttl
-  bool app_counter = false;         ///< variant: the token from this client's own counter
-  /// How long one transaction may take, all its round trips (0: the TTL, as cirello.io/pglock bounds each
-  /// of its transactions by the lease duration).
-  Duration tx_timeout{0};
-  std::uint64_t first_token = 0;  ///< ProtocolConfig::first_token
-};
-
-/// The lease client: AcquireLease, extend and release, each one transaction.
+/// The lease client in the simulator: LeaseAlgorithm (lease_algorithm.hpp) over an SqlConnection.
 class DbLeaseClient final : public LockClient {
  public:
   DbLeaseClient(std::vector<ProcId> servers, std::shared_ptr<Connections> connections,
@@ -55,22 +47,8 @@ class DbLeaseClient final : public LockClient {
   bool believes_valid(Context& ctx, const Grant& grant) override;
 
  private:
-  enum class Outcome : std::uint8_t { done, refused, retry, failed };
-  /// One transaction on the lease row: BEGIN, SELECT FOR UPDATE, `change` (false: ROLLBACK), UPDATE,
-  /// COMMIT. `now` gets tx.Now().
-  template <class Change>
-  Outcome transaction(Context& ctx, const std::string& key, Duration timeout, Change&& change, Row& row,
-                      Time& now, std::string_view commit_note = {});
-  /// The transaction again after a serialization failure, a few times (pglock retries at once).
-  template <class Change>
-  Outcome with_retries(Context& ctx, const std::string& key, Duration timeout, Change&& change, Row& row,
-                       Time& now, std::string_view commit_note = {});
-  Duration timeout_for(Duration ttl) const { return opts_.tx_timeout > 0ns ? opts_.tx_timeout : ttl; }
-  void set_validity(Context& ctx, Grant& g, Time expires, Time sent, Duration ttl) const;
-
   SqlConnection conn_;
-  LeaseClientOptions opts_;
-  std::uint64_t app_counter_ = 0;
+  LeaseAlgorithm algo_;
 };
 
 }  // namespace dblease
