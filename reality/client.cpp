@@ -33,9 +33,7 @@ struct Grant {
   std::uint64_t id = 0;
   std::string value;
   std::optional<std::uint64_t> token;
-  std::int64_t valid_until = 0;   ///< run ns, monotonic
-  std::int64_t expires_real = 0;  ///< db-lease: the row's Expires (the database's wall clock, ns)
-  std::uint64_t db_token = 0;     ///< db-lease: the row's token (the grant's token but with app-counter)
+  std::int64_t valid_until = 0;  ///< run ns, monotonic
 };
 
 class Client {
@@ -47,8 +45,13 @@ class Client {
     } else if (db()) {
       // One transaction is bounded by rpc_timeout, or by the TTL (cirello.io/pglock's rule).
       const Duration tx = p.config.rpc_timeout > 0ns ? p.config.rpc_timeout : p.config.ttl;
-      pg_ = std::make_unique<PgLeaseCalls>(
-          p.pg_conninfo, tx.count(), [this](const std::string& l, const std::string& d) { note(l, d); });
+      pg_ = std::make_unique<PgLink>(p.pg_conninfo, tx.count(), p.spec.name, p.t0,
+                                     [this](const std::string& l, const std::string& d) { note(l, d); });
+      db_algo_.emplace(
+          dblease::LeaseClientOptions{.monotonic_deadline = p.config.variant == "monotonic-deadline",
+                                      .app_counter = p.config.variant == "app-counter",
+                                      .tx_timeout = p.config.rpc_timeout,
+                                      .first_token = p.config.first_token});
     } else if (zk()) {
       std::string hosts;
       for (std::uint16_t port : p.ports)
@@ -212,7 +215,7 @@ class Client {
     else if (etcd_)
       etcd_->revoke(g.value);  // revoking the lease deletes the key it holds, and only if it still does
     else if (pg_)
-      pg_->release(p_.lock_key, g.value, g.db_token);  // only while the row names this owner and token
+      db_algo_->release(*pg_, *db_grant_);  // only while the row names this owner (and token)
     else
       redis_release(g.value);
     note("released");
@@ -281,33 +284,20 @@ class Client {
     }
   }
 
-  /// protocols/dblease/dblease.cpp's DbLeaseClient::acquire: AcquireLease (pg_client.hpp); a held lease
-  /// answers "not acquired" at once and the workload's retry_delay paces the retries.
+  /// LeaseAlgorithm::acquire (protocols/dblease/lease_algorithm.hpp), the simulated client's own, over
+  /// PostgreSQL (pg_client.hpp); a held lease answers "not acquired" at once and the workload's retry_delay
+  /// paces the retries.
   std::optional<Grant> db_acquire() {
-    const std::int64_t sent = now();
-    const std::string owner = fmt::format("{}#{}", p_.spec.name, ++db_owners_);
-    const std::optional<PgAcquired> a =
-        pg_->acquire(p_.lock_key, owner, p_.config.ttl.count(), p_.config.first_token);
-    if (!a) return std::nullopt;
-    Grant g;
-    g.value = owner;
-    g.db_token = a->token;
-    const std::uint64_t base = p_.config.first_token > 0 ? p_.config.first_token - 1 : 0;
-    g.token = p_.config.variant == "app-counter" ? ++db_app_counter_ + base : a->token;
-    g.expires_real = a->expires_real_ns;
-    // What the client believes, on its monotonic clock for the reports: the wall-clock deadline read now, or
-    // (monotonic-deadline) the TTL from before BEGIN.
-    g.valid_until =
-        monotonic_deadline() ? sent + p_.config.ttl.count() : now() + (a->expires_real_ns - real_ns());
-    return g;
+    std::optional<locksim::Grant> g = db_algo_->acquire(*pg_, p_.lock_key, p_.config.ttl);
+    if (!g) return std::nullopt;
+    db_grant_ = std::move(g);
+    return Grant{0, db_grant_->value, db_grant_->token, db_grant_->valid_until.count()};
   }
 
-  bool monotonic_deadline() const { return p_.config.variant == "monotonic-deadline"; }
-
-  /// DbLeaseClient::believes_valid: the client's wall clock before the row's Expires (the database's
-  /// timestamp); monotonic-deadline, and every other protocol: the monotonic clock before valid_until.
-  bool db_believes_valid() const {
-    if (db() && !monotonic_deadline()) return real_ns() < held_->expires_real;
+  /// LeaseAlgorithm::believes_valid for the database lease (its wall clock before the row's Expires, or
+  /// monotonic-deadline's); every other protocol: the monotonic clock before valid_until.
+  bool db_believes_valid() {
+    if (db()) return db_algo_->believes_valid(*pg_, *db_grant_);
     return now() < held_->valid_until;
   }
 
@@ -383,8 +373,9 @@ class Client {
   std::optional<redis::SingleNodeAlgorithm> single_;
   std::optional<redis::RedlockAlgorithm> redlock_;
   std::unique_ptr<EtcdCalls> etcd_;
-  std::unique_ptr<PgLeaseCalls> pg_;
-  std::uint64_t db_owners_ = 0, db_app_counter_ = 0;
+  std::unique_ptr<PgLink> pg_;
+  std::optional<dblease::LeaseAlgorithm> db_algo_;
+  std::optional<locksim::Grant> db_grant_;  ///< the algorithm's grant of the lease held
   std::unique_ptr<ZkLock> zk_;
   ZkHold zk_hold_;
   LeaseState lease_;

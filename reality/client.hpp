@@ -8,15 +8,15 @@
 /// (protocols/redis/lock_algorithms.hpp) over hiredis (redis_link.hpp): the single-node client believes it
 /// holds the lock for ttl from sending its SET NX PX, whenever the OK comes; Redlock sends to every node at
 /// once, needs a majority, validity = ttl - elapsed (wall clock) - drift, unlock-all on failure, retries with
-/// jitter; release is the compare-and-delete script. The other clients are small, faithful copies of their
-/// simulated clients over their real transports (not shared yet). The etcd
+/// jitter; release is the compare-and-delete script. The database lease (db-lease, db-lease+fence) runs
+/// the simulated client's own LeaseAlgorithm (protocols/dblease/lease_algorithm.hpp) over libpq
+/// (pg_client.hpp): AcquireLease in one serializable transaction, the returned Expires (the database's
+/// clock) the deadline on the client's own wall clock (variant monotonic-deadline: ttl from before BEGIN on
+/// its monotonic clock), release = owner '' for the owner with its token. The etcd and ZooKeeper clients are
+/// small, faithful copies of their simulated clients over their real transports (not shared yet). The etcd
 /// client (lease, lease+fence) is protocols/raft/lease.cpp's LeaseClient over etcd's v3 JSON gateway
 /// (etcd_client.hpp): a lease of the TTL valid from sending the grant, the lock key created in a txn if
 /// absent, its create revision the token, a keep-alive when one is due at a lease check, release = revoke.
-/// The database lease (db-lease, db-lease+fence) is protocols/dblease/dblease.cpp's DbLeaseClient over libpq
-/// (pg_client.hpp): AcquireLease in one serializable transaction, the returned Expires (the database's clock)
-/// the deadline on the client's own wall clock (variant monotonic-deadline: ttl from before BEGIN on its
-/// monotonic clock), release = owner '' for the owner with its token.
 /// The ZooKeeper client (zookeeper, zookeeper+fence) is protocols/zookeeper's Curator InterProcessMutex over
 /// the C client (zk_client.hpp): the lowest ephemeral sequential node holds, believed until the session is
 /// known Expired, its czxid the token; `ports` are the ensemble's client ports.

@@ -9,12 +9,13 @@
 #include <memory>
 #include <vector>
 
+#include <poll.h>
+
+#include "reality/children.hpp"
+
 namespace locksim::reality {
 
 namespace {
-
-/// Serialization failures retried within one acquire or release before it gives up (DbLeaseClient's).
-constexpr int kSerializationRetries = 8;
 
 using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
 
@@ -51,19 +52,33 @@ bool retryable(const std::string& sqlstate) {
 
 }  // namespace
 
-PgLeaseCalls::PgLeaseCalls(std::string conninfo, std::int64_t tx_timeout_ns, Note note)
-    : conninfo_(std::move(conninfo)), tx_timeout_ns_(tx_timeout_ns), note_(std::move(note)) {}
+PgLink::PgLink(std::string conninfo, std::int64_t tx_timeout_ns, std::string name, std::int64_t t0, Note note)
+    : conninfo_(std::move(conninfo)),
+      tx_timeout_ns_(tx_timeout_ns),
+      name_(std::move(name)),
+      t0_(t0),
+      note_(std::move(note)) {}
 
-PgLeaseCalls::~PgLeaseCalls() {
+PgLink::~PgLink() {
   drop();
 }
 
-void PgLeaseCalls::drop() {
+Time PgLink::now() {
+  return Time{mono_ns() - t0_};
+}
+Time PgLink::wall() {
+  return Time{real_ns()};
+}
+void PgLink::note(std::string_view label, std::string detail) {
+  note_(std::string(label), detail);
+}
+
+void PgLink::drop() {
   if (conn_) PQfinish(conn_);
   conn_ = nullptr;
 }
 
-PGconn* PgLeaseCalls::conn() {
+PGconn* PgLink::conn() {
   if (conn_ && PQstatus(conn_) != CONNECTION_OK) drop();
   if (conn_) return conn_;
   conn_ = PQconnectdb(conninfo_.c_str());
@@ -79,103 +94,101 @@ PGconn* PgLeaseCalls::conn() {
   return conn_;
 }
 
-template <class Body>
-PgLeaseCalls::Outcome PgLeaseCalls::with_retries(const std::string& name, Body&& body) {
-  for (int i = 0; i <= kSerializationRetries; ++i) {
-    if (i > 0) note_("serialization-retry", name);
-    PGconn* c = conn();
-    if (!c) return Outcome::failed;
-    std::string sqlstate;
-    const Outcome o = body(c, sqlstate);
-    if (o == Outcome::done || o == Outcome::refused) return o;
-    // A statement failed: the transaction is aborted (or the connection is gone).
-    if (PQstatus(c) != CONNECTION_OK) {
-      drop();
-      return Outcome::failed;
+std::optional<dblease::SqlReply> PgLink::exec(dblease::SqlRequest rq, Time deadline, std::string_view note) {
+  using dblease::SqlOp;
+  if (deadline - now() <= 0ns) return std::nullopt;
+  PGconn* c = conn();
+  if (!c) return std::nullopt;
+  dblease::SqlReply reply;
+  if (rq.op == SqlOp::begin) {
+    // A transaction the algorithm gave up on (an error, a timeout) is still open here: end it first.
+    if (PQtransactionStatus(c) != PQTRANS_IDLE) run(c, "ROLLBACK");
+    if (Answer b = run(c, "BEGIN ISOLATION LEVEL SERIALIZABLE"); !b.ok()) {
+      if (PQstatus(c) != CONNECTION_OK) drop();
+      return std::nullopt;
     }
-    run(c, "ROLLBACK");
-    if (!retryable(sqlstate)) return Outcome::failed;
   }
-  return Outcome::failed;
-}
-
-std::optional<PgAcquired> PgLeaseCalls::acquire(const std::string& name, const std::string& owner,
-                                                std::int64_t ttl_ns, std::uint64_t first_token) {
-  PgAcquired got;
-  const std::string ttl_us = std::to_string(std::max<std::int64_t>(1, ttl_ns / 1000));
-  const std::string base = std::to_string(first_token > 0 ? first_token - 1 : 0);
-  const Outcome o = with_retries(name, [&](PGconn* c, std::string& sqlstate) {
-    auto fail = [&](Answer& a) {
-      sqlstate = a.sqlstate;
-      return Outcome::retry;
-    };
-    Answer b = run(c, "BEGIN ISOLATION LEVEL SERIALIZABLE");
-    if (!b.ok()) return fail(b);
-    // row := SELECT * FROM leases WHERE name = $name FOR UPDATE; now := tx.Now()
-    Answer s = run(c, "SELECT owner, expires <= now() FROM leases WHERE name = $1 FOR UPDATE", {name});
-    if (!s.ok()) return fail(s);
-    bool free = true;
-    if (s.count() == 0) {
-      Answer i = run(c, "INSERT INTO leases (name, owner, token, expires) VALUES ($1, '', $2, '-infinity')",
-                     {name, base});
-      if (!i.ok()) return fail(i);
+  const char* sql = "";
+  std::vector<std::string> params;
+  switch (rq.op) {
+    case SqlOp::begin:
+      sql = "SELECT (extract(epoch FROM now()) * 1000000)::bigint";  // tx.Now()
+      break;
+    case SqlOp::select_for_update:
+      sql =
+          "SELECT owner, token, (extract(epoch FROM expires) * 1000000)::bigint FROM leases WHERE name = $1 "
+          "FOR UPDATE";
+      params = {rq.key};
+      break;
+    case SqlOp::update:
+      sql =
+          "INSERT INTO leases (name, owner, token, expires) VALUES ($1, $2, $3, 'epoch'::timestamptz + $4 * "
+          "interval '1 microsecond') ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, token = "
+          "EXCLUDED.token, expires = EXCLUDED.expires";
+      params = {rq.key, rq.row.owner, std::to_string(rq.row.token),
+                std::to_string(rq.row.expires.count() / 1000)};
+      break;
+    case SqlOp::commit:
+      sql = "COMMIT";
+      break;
+    case SqlOp::rollback:
+      sql = "ROLLBACK";
+      break;
+  }
+  std::vector<const char*> values;
+  for (const std::string& p : params) values.push_back(p.c_str());
+  if (!PQsendQueryParams(c, sql, static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr,
+                         0)) {
+    drop();
+    return std::nullopt;
+  }
+  if (!note.empty()) this->note(note, {});
+  // The answer, until the deadline; one that is already waiting (read after a pause) is always taken.
+  for (;;) {
+    if (!PQconsumeInput(c)) {
+      drop();
+      return std::nullopt;
+    }
+    if (!PQisBusy(c)) break;
+    const std::int64_t left = (deadline - now()).count();
+    if (left <= 0) {
+      drop();  // no answer in time: the driver gives the connection up (its transaction rolls back)
+      return std::nullopt;
+    }
+    pollfd pf{PQsocket(c), POLLIN, 0};
+    ::poll(&pf, 1, static_cast<int>(std::min<std::int64_t>(left / 1'000'000 + 1, 1000)));
+  }
+  Answer a;
+  for (PGresult* r = PQgetResult(c); r != nullptr; r = PQgetResult(c)) {
+    Result res(r, &PQclear);
+    const ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+      a.rows = std::move(res);
     } else {
-      free = s.at(0, 0).empty() || s.at(0, 1) == "t";
+      const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+      a.sqlstate = code ? code : "?";
     }
-    if (!free) {
-      run(c, "ROLLBACK");
-      return Outcome::refused;
+  }
+  if (!a.ok()) {
+    if (PQstatus(c) != CONNECTION_OK || a.sqlstate == "57014") {  // gone, or statement_timeout: no answer
+      drop();
+      return std::nullopt;
     }
-    // row.Token++; row.Owner = owner; row.Expires = now + ttl
-    Answer u =
-        run(c,
-            "UPDATE leases SET token = token + 1, owner = $2, expires = now() + $3 * interval '1 "
-            "microsecond' WHERE name = $1 RETURNING token, (extract(epoch FROM expires) * 1000000)::bigint",
-            {name, owner, ttl_us});
-    if (!u.ok() || u.count() != 1) return fail(u);
-    got.token = std::stoull(u.at(0, 0));
-    got.expires_real_ns = std::stoll(u.at(0, 1)) * 1000;
-    // The service's own record of the grant, in the same transaction (it exists iff the grant committed).
-    Answer g =
-        run(c,
-            "INSERT INTO lease_grants (name, owner, token, expires, recorded) SELECT name, owner, token, "
-            "expires, clock_timestamp() FROM leases WHERE name = $1",
-            {name});
-    if (!g.ok()) return fail(g);
-    note_("acquire-sent", fmt::format("key={} owner={} token={}", name, owner, got.token));
-    Answer k = run(c, "COMMIT");
-    if (!k.ok()) return fail(k);  // no answer: it may have committed; the TTL settles it
-    return Outcome::done;
-  });
-  if (o != Outcome::done) return std::nullopt;
-  return got;
+    reply.error = retryable(a.sqlstate) ? dblease::kSerializationFailure : "sqlstate " + a.sqlstate;
+    return reply;
+  }
+  reply.ok = true;
+  if (rq.op == SqlOp::begin) reply.now = Time{std::stoll(a.at(0, 0)) * 1000};
+  if (rq.op == SqlOp::select_for_update && a.count() == 1)
+    reply.row = dblease::Row{.token = std::stoull(a.at(0, 1)),
+                             .owner = a.at(0, 0),
+                             .expires = Time{std::stoll(a.at(0, 2)) * 1000},
+                             .value = {}};
+  return reply;
 }
 
-bool PgLeaseCalls::release(const std::string& name, const std::string& owner, std::uint64_t token) {
-  const Outcome o = with_retries(name, [&](PGconn* c, std::string& sqlstate) {
-    auto fail = [&](Answer& a) {
-      sqlstate = a.sqlstate;
-      return Outcome::retry;
-    };
-    Answer b = run(c, "BEGIN ISOLATION LEVEL SERIALIZABLE");
-    if (!b.ok()) return fail(b);
-    Answer s = run(c, "SELECT owner, token FROM leases WHERE name = $1 FOR UPDATE", {name});
-    if (!s.ok()) return fail(s);
-    if (s.count() != 1 || s.at(0, 0) != owner || s.at(0, 1) != std::to_string(token)) {
-      run(c, "ROLLBACK");
-      return Outcome::refused;
-    }
-    Answer u = run(c, "UPDATE leases SET owner = '', expires = now() WHERE name = $1", {name});
-    if (!u.ok()) return fail(u);
-    Answer k = run(c, "COMMIT");
-    if (!k.ok()) return fail(k);
-    return Outcome::done;
-  });
-  return o == Outcome::done;
-}
-
-std::string PgLeaseCalls::write(const std::string& key, const std::string& client, std::uint64_t write_id,
-                                const std::optional<std::uint64_t>& token, const std::string& value) {
+std::string PgLink::write(const std::string& key, const std::string& client, std::uint64_t write_id,
+                          const std::optional<std::uint64_t>& token, const std::string& value) {
   PGconn* c = conn();
   if (!c) return {};
   const std::string t = token ? std::to_string(*token) : std::string();

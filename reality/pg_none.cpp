@@ -16,17 +16,20 @@ std::string pg_missing() {
   return kWhy;
 }
 
-PgLeaseCalls::PgLeaseCalls(std::string, std::int64_t, Note) {}
-PgLeaseCalls::~PgLeaseCalls() = default;
-std::optional<PgAcquired> PgLeaseCalls::acquire(const std::string&, const std::string&, std::int64_t,
-                                                std::uint64_t) {
+PgLink::PgLink(std::string, std::int64_t, std::string, std::int64_t, Note) {}
+PgLink::~PgLink() = default;
+Time PgLink::now() {
+  return {};
+}
+Time PgLink::wall() {
+  return {};
+}
+void PgLink::note(std::string_view, std::string) {}
+std::optional<dblease::SqlReply> PgLink::exec(dblease::SqlRequest, Time, std::string_view) {
   return std::nullopt;
 }
-bool PgLeaseCalls::release(const std::string&, const std::string&, std::uint64_t) {
-  return false;
-}
-std::string PgLeaseCalls::write(const std::string&, const std::string&, std::uint64_t,
-                                const std::optional<std::uint64_t>&, const std::string&) {
+std::string PgLink::write(const std::string&, const std::string&, std::uint64_t,
+                          const std::optional<std::uint64_t>&, const std::string&) {
   return {};
 }
 

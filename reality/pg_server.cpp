@@ -59,6 +59,16 @@ CREATE TABLE fence (key text PRIMARY KEY, value text, highest bigint NOT NULL DE
 CREATE TABLE resource_log (seq bigserial PRIMARY KEY, key text NOT NULL, client text NOT NULL,
                            write_id bigint NOT NULL, token bigint, accepted boolean NOT NULL, value text NOT NULL,
                            reason text NOT NULL, at timestamptz NOT NULL);
+CREATE FUNCTION record_grant() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.owner <> '' AND (TG_OP = 'INSERT' OR NEW.owner IS DISTINCT FROM OLD.owner
+                          OR NEW.token IS DISTINCT FROM OLD.token) THEN
+    INSERT INTO lease_grants (name, owner, token, expires, recorded)
+      VALUES (NEW.name, NEW.owner, NEW.token, NEW.expires, clock_timestamp());
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER lease_grants_record AFTER INSERT OR UPDATE ON leases FOR EACH ROW EXECUTE FUNCTION record_grant();
 CREATE FUNCTION write_with_fence(k text, c text, w bigint, t bigint, v text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
