@@ -26,7 +26,7 @@ void RealRun::fire(std::size_t a) {
     if (c->done) return;
     if (f.kind == Fault::Kind::pause) {
       ::kill(c->pid, SIGSTOP);
-      trace(TraceKind::pause, c->name, "pause", fmt::format("SIGSTOP for {} ns", f.duration.count()));
+      trace(TraceKind::pause, c->name, "pause", fmt::format("SIGSTOP for {} s", format_seconds(f.duration)));
       actions_.push_back({now() + f.duration.count(), ActionKind::resume, a});
     } else if (f.kind == Fault::Kind::crash) {
       kill_and_reap(c->pid);
