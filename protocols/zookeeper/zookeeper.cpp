@@ -22,11 +22,6 @@ Duration extra_duration(const ProtocolConfig& cfg, const char* key, Duration fal
   return r.ec == std::errc{} && ns > 0 ? Duration{ns} : fallback;
 }
 
-Duration rpc_timeout_for(const ProtocolConfig& cfg) {
-  if (cfg.rpc_timeout > 0ns) return cfg.rpc_timeout;
-  return std::max<Duration>(2 * cfg.election_timeout_max, 100ms);
-}
-
 std::optional<raft::ClientReply> submit(raft::Client& rc, Context& ctx, const ZCommand& c, Time deadline) {
   return rc.submit(ctx, encode(c), describe(c), deadline);
 }
@@ -91,10 +86,6 @@ void session_thread(Context& ctx, const std::shared_ptr<SessionState>& st, const
 }
 }  // namespace
 
-std::string lock_path(const std::string& key) {
-  return "/locks/" + key;
-}
-
 EnsembleOptions ensemble_options(const ProtocolConfig& cfg) {
   EnsembleOptions o;
   o.group.nodes = cfg.nodes == 0 ? 3 : cfg.nodes;
@@ -117,9 +108,8 @@ ZkClient::ZkClient(std::vector<ProcId> servers, Duration rpc_timeout, Duration a
                    bool sequence_token)
     : servers_(servers),
       rc_(std::move(servers), rpc_timeout, kRetryPause),
-      acquire_timeout_(acquire_timeout),
-      sequence_token_(sequence_token),
-      session_(std::make_shared<SessionState>()) {}
+      session_(std::make_shared<SessionState>()),
+      recipe_(acquire_timeout, sequence_token) {}
 
 void ZkClient::start_session_thread(Context& ctx) {
   if (thread_.valid()) {
@@ -170,87 +160,75 @@ void ZkClient::wait_watch(Context& ctx, const std::string& pred, Time until) {
   }
 }
 
-std::optional<Grant> ZkClient::acquire(Context& ctx, const std::string& key, Duration ttl) {
-  const Time give_up = ctx.now() + acquire_timeout_;
-  const std::string parent = lock_path(key);
-  bool noted = false;
-  while (ctx.now() < give_up) {
-    if (!ensure_session(ctx, ttl, give_up)) return std::nullopt;
-    const std::uint64_t sid = session_->id;
-    // Curator's protection mode: the node's name carries this attempt's key, so a create retried after a
-    // connection loss finds the node the first one made.
-    const std::uint64_t pkey = ctx.rng().next() | 1;
-    if (!noted) {
-      ctx.note("acquire-sent", fmt::format("{} session={}", key, sid));
-      noted = true;
-    }
-    auto r = submit(*session_, rc_, ctx, ZCommand{ZOp::create, sid, pkey, 0ns, false, parent}, give_up);
-    if (!r) {  // the node may exist: delete it by its key (Curator deletes a protected node it lost track of)
-      submit(*session_, rc_, ctx, ZCommand{ZOp::remove, sid, pkey, 0ns, false, parent},
-             ctx.now() + rc_.rpc_timeout());
-      return std::nullopt;
-    }
-    if (!r->ok) {  // session-expired
-      session_->state = SessionState::State::expired;
-      continue;
-    }
-    const std::string node = r->data;
-    const std::uint64_t czxid = r->value;
-    for (;;) {
-      auto c = submit(*session_, rc_, ctx, ZCommand{ZOp::check, sid, 0, 0ns, false, node}, give_up);
-      if (!c) {
-        submit(*session_, rc_, ctx, ZCommand{ZOp::remove, sid, 0, 0ns, false, node},
-               ctx.now() + rc_.rpc_timeout());
-        return std::nullopt;
-      }
-      if (!c->ok) break;  // no-node: the session's node is gone (it expired): again from the create
-      if (c->value == 1) {
-        Grant g;
-        g.key = key;
-        g.value = std::to_string(czxid);
-        g.token = sequence_token_ ? std::uint64_t{child_seq(node).value_or(0)} : czxid;
-        g.valid_until = kTimeMax;  // believed until the client learns its session expired
-        g.lease_id = sid;
-        nodes_[g.value] = node;
-        return g;
-      }
-      wait_watch(ctx, c->data, give_up);
-      if (session_->state == SessionState::State::expired) break;
-      if (ctx.now() >= give_up) {  // Curator's doDelete: a timed-out attempt deletes its node
-        submit(*session_, rc_, ctx, ZCommand{ZOp::remove, sid, 0, 0ns, false, node},
-               ctx.now() + rc_.rpc_timeout());
-        return std::nullopt;
-      }
-    }
+/// The recipe's world in the simulator: this client's session machinery (ClientCnxn) over the ensemble
+/// model's messages.
+class ZkClient::SimLink final : public Link {
+ public:
+  SimLink(Context& ctx, ZkClient& c) : ctx_(ctx), c_(c) {}
+  Time now() override { return ctx_.now(); }
+  Rng& rng() override { return ctx_.rng(); }
+  void note(std::string_view label, std::string detail) override { ctx_.note(label, std::move(detail)); }
+  bool ensure_session(Duration ttl, Time give_up) override { return c_.ensure_session(ctx_, ttl, give_up); }
+  std::uint64_t session_id() const override { return c_.session_->id; }
+  Duration session_timeout() const override { return c_.session_->timeout; }
+  Duration rpc_timeout() const override { return c_.rc_.rpc_timeout(); }
+  bool expired() const override { return c_.session_->state == SessionState::State::expired; }
+  void mark_expired() override { c_.session_->state = SessionState::State::expired; }
+
+  Created create(std::uint64_t session, const std::string& parent, std::uint64_t key,
+                 Time deadline) override {
+    auto r =
+        submit(*c_.session_, c_.rc_, ctx_, ZCommand{ZOp::create, session, key, 0ns, false, parent}, deadline);
+    if (!r) return {};
+    if (!r->ok) return {Status::refused, {}, 0};
+    return {Status::ok, r->data, r->value};
   }
-  return std::nullopt;
+
+  Position position(std::uint64_t session, const std::string& node, Time deadline) override {
+    auto c = submit(*c_.session_, c_.rc_, ctx_, ZCommand{ZOp::check, session, 0, 0ns, false, node}, deadline);
+    if (!c) return {};
+    if (!c->ok) return {Status::refused, false, {}};
+    if (c->value == 1) return {Status::ok, true, {}};
+    return {Status::ok, false, c->data};
+  }
+
+  void remove(std::uint64_t session, const std::string& path, std::uint64_t key, Time deadline) override {
+    submit(*c_.session_, c_.rc_, ctx_, ZCommand{ZOp::remove, session, key, 0ns, false, path}, deadline);
+  }
+
+  void wait_watch(const std::string& predecessor, Time until) override {
+    c_.wait_watch(ctx_, predecessor, until);
+  }
+
+  Status ping(std::uint64_t session, Time deadline) override {
+    auto r = submit(*c_.session_, c_.rc_, ctx_, ZCommand{ZOp::ping, session, 0, 0ns, false, {}}, deadline);
+    if (!r) return Status::no_answer;
+    return r->ok ? Status::ok : Status::refused;
+  }
+
+ private:
+  Context& ctx_;
+  ZkClient& c_;
+};
+
+std::optional<Grant> ZkClient::acquire(Context& ctx, const std::string& key, Duration ttl) {
+  SimLink link(ctx, *this);
+  return recipe_.acquire(link, key, ttl);
 }
 
-bool ZkClient::extend(Context& ctx, Grant& grant, Duration) {
-  const bool own = session_->id == grant.lease_id;
-  if (own && session_->state == SessionState::State::expired) return false;
-  auto r = submit(*session_, rc_, ctx, ZCommand{ZOp::ping, grant.lease_id, 0, 0ns, false, {}},
-                  ctx.now() + rc_.rpc_timeout());
-  if (r && !r->ok) {
-    if (own) session_->state = SessionState::State::expired;
-    return false;
-  }
-  return true;  // answered, or Disconnected: the holder goes on believing
+bool ZkClient::extend(Context& ctx, Grant& grant, Duration ttl) {
+  SimLink link(ctx, *this);
+  return recipe_.extend(link, grant, ttl);
 }
 
 void ZkClient::release(Context& ctx, const Grant& grant) {
-  auto it = nodes_.find(grant.value);
-  if (it == nodes_.end()) return;
-  // Curator's guaranteed() delete: retried until it goes through, or the session is gone anyway.
-  const Duration patience = std::max(rc_.rpc_timeout(), session_->timeout);
-  submit(*session_, rc_, ctx, ZCommand{ZOp::remove, grant.lease_id, 0, 0ns, false, it->second},
-         ctx.now() + patience);
-  nodes_.erase(it);
+  SimLink link(ctx, *this);
+  recipe_.release(link, grant);
 }
 
-bool ZkClient::believes_valid(Context&, const Grant& grant) {
-  return session_->id == grant.lease_id && session_->state != SessionState::State::expired &&
-         nodes_.count(grant.value) != 0;
+bool ZkClient::believes_valid(Context& ctx, const Grant& grant) {
+  SimLink link(ctx, *this);
+  return recipe_.believes_valid(link, grant);
 }
 
 namespace {
@@ -328,13 +306,7 @@ class ZooKeeperProtocol final : public Protocol {
     std::vector<ProcId> servers;
     for (std::uint32_t i = 1; i <= o.group.nodes; ++i)
       servers.push_back(ctx.lookup(fmt::format("{}{}", o.group.prefix, i)));
-    Duration acquire_timeout = std::max<Duration>(3 * cfg.ttl, 5s);
-    if (auto it = cfg.extra.find("acquire_timeout_ms"); it != cfg.extra.end()) {
-      std::int64_t ms = 0;
-      std::from_chars(it->second.data(), it->second.data() + it->second.size(), ms);
-      if (ms > 0) acquire_timeout = std::chrono::milliseconds(ms);
-    }
-    return std::make_unique<ZkClient>(std::move(servers), rpc_timeout_for(cfg), acquire_timeout,
+    return std::make_unique<ZkClient>(std::move(servers), rpc_timeout(cfg), acquire_timeout(cfg),
                                       cfg.variant == "sequence-token");
   }
 

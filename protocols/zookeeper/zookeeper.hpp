@@ -20,6 +20,7 @@
 
 #include "locksim/protocols/lock.hpp"
 #include "locksim/protocols/zookeeper/ensemble.hpp"
+#include "locksim/protocols/zookeeper/lock_recipe.hpp"
 
 namespace locksim {
 
@@ -34,8 +35,6 @@ inline constexpr const char* kTickTimeKey = "zookeeper.tick_time_ns";
 inline constexpr const char* kContainerCheckKey = "zookeeper.container_check_interval_ns";
 /// The ensemble a ProtocolConfig asks for (size, Raft timeouts, tickTime, container check interval).
 EnsembleOptions ensemble_options(const ProtocolConfig& cfg);
-/// The lock parent of `key`: /locks/<key>.
-std::string lock_path(const std::string& key);
 
 /// A client's session, shared by its fibers (the lock's and the session thread's).
 struct SessionState {
@@ -52,7 +51,8 @@ struct SessionState {
   std::uint64_t connections = 0;
 };
 
-/// The Curator InterProcessMutex client.
+/// The Curator InterProcessMutex client in the simulator: LockRecipe (lock_recipe.hpp) over this client's
+/// session machinery.
 class ZkClient final : public LockClient {
  public:
   ZkClient(std::vector<ProcId> servers, Duration rpc_timeout, Duration acquire_timeout, bool sequence_token);
@@ -65,6 +65,7 @@ class ZkClient final : public LockClient {
   bool believes_valid(Context& ctx, const Grant& grant) override;
 
  private:
+  class SimLink;
   bool ensure_session(Context& ctx, Duration ttl, Time give_up);
   void start_session_thread(Context& ctx);
   /// Waits for the watch on `pred` to fire, for a new connection or expiry, or until `until`.
@@ -72,11 +73,9 @@ class ZkClient final : public LockClient {
 
   std::vector<ProcId> servers_;
   raft::Client rc_;
-  Duration acquire_timeout_;
-  bool sequence_token_ = false;
   std::shared_ptr<SessionState> session_;
   ProcId thread_{};
-  std::map<std::string, std::string> nodes_;  // grant value (czxid) → node path, for release
+  LockRecipe recipe_;
 };
 
 }  // namespace zk
