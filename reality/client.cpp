@@ -58,8 +58,9 @@ class Client {
         hosts += fmt::format("{}127.0.0.1:{}", hosts.empty() ? "" : ",", port);
       // The session timeout asked for is the lock's TTL, as the simulated client asks (the ensemble
       // negotiates it into [2, 20] x tickTime).
-      zk_ = std::make_unique<ZkLock>(hosts, p.lock_key, p.spec.name, p.config.ttl.count(),
+      zk_ = std::make_unique<ZkLink>(hosts, p.spec.name, zk::rpc_timeout(p.config), p.t0, rng_.next(),
                                      [this](const std::string& l, const std::string& d) { note(l, d); });
+      zk_recipe_.emplace(zk::acquire_timeout(p.config), p.config.variant == "sequence-token");
     } else {
       redis_ =
           std::make_unique<RedisLink>(p.ports, p.cut, p.config.node_timeout, p.t0, rng_.next(),
@@ -120,7 +121,7 @@ class Client {
       case K::check:
         checked_ = now();
         if (etcd_) lease_believes_valid();
-        if (lease_.lost || !db_believes_valid() || (zk_ && zk_->expired())) {
+        if (lease_.lost || !db_believes_valid() || (zk_ && !zk_recipe_->believes_valid(*zk_, *zk_grant_))) {
           note("expired", "lease no longer valid before write; not writing");
           lose("expired");
         } else {
@@ -211,7 +212,7 @@ class Client {
     }
     say(fmt::format("end {} {} released", g.id, now()));
     if (zk_)
-      zk_->release(zk_hold_);  // deletes the lock node; the session stays open for the next acquire
+      zk_recipe_->release(*zk_, *zk_grant_);  // deletes the lock node; the session stays open
     else if (etcd_)
       etcd_->revoke(g.value);  // revoking the lease deletes the key it holds, and only if it still does
     else if (pg_)
@@ -249,20 +250,18 @@ class Client {
     return Grant{0, lease->id, *rev, sent + ttl};
   }
 
-  /// protocols/zookeeper's ZkClient::acquire (zk_client.hpp): the lowest ephemeral sequential node holds,
-  /// believed until the client learns its session expired; the token is the node's czxid. An attempt gives
-  /// up after the simulated client's acquire timeout (max(3 x TTL, 5 s), or acquire_timeout_ms).
+  /// LockRecipe::acquire (protocols/zookeeper/lock_recipe.hpp), the simulated client's own, over the C
+  /// client (zk_client.hpp): the lowest ephemeral sequential node holds, believed until the client learns its
+  /// session expired; the token is the node's czxid. An attempt gives up after the simulated client's acquire
+  /// timeout (max(3 x TTL, 5 s), or acquire_timeout_ms).
   std::optional<Grant> zk_acquire() {
-    std::int64_t patience = std::max<std::int64_t>(3 * p_.config.ttl.count(), 5'000'000'000);
-    if (auto it = p_.config.extra.find("acquire_timeout_ms"); it != p_.config.extra.end())
-      patience = std::stoll(it->second) * 1'000'000;
-    const std::optional<ZkHold> hold = zk_->acquire(mono_ns() + patience);
-    if (!hold) return std::nullopt;
+    std::optional<locksim::Grant> g = zk_recipe_->acquire(*zk_, p_.lock_key, p_.config.ttl);
+    if (!g) return std::nullopt;
     // The parent acks this note once its own session saw the node become the lowest child: the service's
     // record precedes the moment the client counts itself granted.
-    note("acquire-committed", fmt::format("czxid={} node={}", hold->czxid, hold->node));
-    zk_hold_ = *hold;
-    return Grant{0, std::to_string(hold->czxid), hold->czxid, INT64_MAX};
+    note("acquire-committed", fmt::format("czxid={} session={}", g->value, g->lease_id));
+    zk_grant_ = std::move(g);
+    return Grant{0, zk_grant_->value, zk_grant_->token, INT64_MAX};
   }
 
   std::int64_t keepalive_interval(std::int64_t ttl) const {
@@ -376,8 +375,9 @@ class Client {
   std::unique_ptr<PgLink> pg_;
   std::optional<dblease::LeaseAlgorithm> db_algo_;
   std::optional<locksim::Grant> db_grant_;  ///< the algorithm's grant of the lease held
-  std::unique_ptr<ZkLock> zk_;
-  ZkHold zk_hold_;
+  std::unique_ptr<ZkLink> zk_;
+  std::optional<zk::LockRecipe> zk_recipe_;
+  std::optional<locksim::Grant> zk_grant_;  ///< the recipe's grant of the lock held
   LeaseState lease_;
   int store_ = -1;
   std::optional<Grant> held_;

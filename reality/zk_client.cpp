@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "locksim/protocols/zookeeper/znode_tree.hpp"
 #include "reality/children.hpp"
 #include "reality/zk_server.hpp"
 
@@ -170,11 +171,12 @@ std::vector<ZkRecord> ZkRecorder::records() const {
   return records_;
 }
 
-// ---- the lock recipe (a client process's session) ---------------------------------------------------------
+// ---- the lock recipe's link (a client process's session)
+// ----------------------------------------------------
 
-struct ZkLock::Impl {
+struct ZkLink::Impl {
   zhandle_t* zh = nullptr;
-  std::mutex mu;
+  mutable std::mutex mu;
   std::condition_variable cv;
   std::uint64_t events = 0;
   bool expired = false;
@@ -182,7 +184,7 @@ struct ZkLock::Impl {
 
 namespace {
 void session_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
-  auto* s = static_cast<ZkLock::Impl*>(ctx);
+  auto* s = static_cast<ZkLink::Impl*>(ctx);
   {
     std::lock_guard lk(s->mu);
     if (type == ZOO_SESSION_EVENT && state == ZOO_EXPIRED_SESSION_STATE) s->expired = true;
@@ -190,139 +192,194 @@ void session_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
   }
   s->cv.notify_all();
 }
+
+/// No answer (yet): the library reconnects, and the request is asked again.
+bool transient(int rc) {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZINVALIDSTATE;
+}
+
+constexpr std::int64_t kRetryPauseUs = 20'000;
 }  // namespace
 
-ZkLock::ZkLock(std::string hosts, std::string lock_key, std::string client, std::int64_t session_timeout_ns,
-               Note note)
+ZkLink::ZkLink(std::string hosts, std::string client, Duration rpc_timeout, std::int64_t t0,
+               std::uint64_t seed, Note note)
     : hosts_(std::move(hosts)),
-      parent_("/locks/" + lock_key),
       client_(std::move(client)),
-      timeout_ns_(session_timeout_ns),
+      rpc_timeout_(rpc_timeout),
+      t0_(t0),
+      rng_(seed),
       note_(std::move(note)),
       impl_(new Impl) {
   quiet_library();
 }
 
-ZkLock::~ZkLock() {
+ZkLink::~ZkLink() {
   close();
   delete impl_;
 }
 
-void ZkLock::close() {
+void ZkLink::close() {
   if (impl_->zh) zookeeper_close(impl_->zh);
   impl_->zh = nullptr;
 }
 
-void ZkLock::mark_expired() {
+Time ZkLink::now() {
+  return Time{mono_ns() - t0_};
+}
+
+void ZkLink::note(std::string_view label, std::string detail) {
+  note_(std::string(label), detail);
+}
+
+void ZkLink::mark_expired() {
   std::lock_guard lk(impl_->mu);
   impl_->expired = true;
 }
 
-bool ZkLock::expired() const {
+bool ZkLink::expired() const {
   std::lock_guard lk(impl_->mu);
   return impl_->expired;
 }
 
-bool ZkLock::ensure_session(std::int64_t give_up_ns) {
+std::uint64_t ZkLink::session_id() const {
+  if (impl_->zh == nullptr) return 0;
+  return static_cast<std::uint64_t>(zoo_client_id(impl_->zh)->client_id);
+}
+
+Duration ZkLink::session_timeout() const {
+  if (impl_->zh == nullptr) return Duration{0};
+  return std::chrono::milliseconds(zoo_recv_timeout(impl_->zh));
+}
+
+bool ZkLink::ensure_session(Duration ttl, Time give_up) {
   if (impl_->zh && !expired()) return true;
   close();
   {
     std::lock_guard lk(impl_->mu);
     impl_->expired = false;
   }
-  const int ms = static_cast<int>(std::max<std::int64_t>(1, timeout_ns_ / 1'000'000));
+  const int ms = static_cast<int>(std::max<std::int64_t>(1, ttl.count() / 1'000'000));
   impl_->zh = zookeeper_init(hosts_.c_str(), session_watcher, ms, nullptr, impl_, 0);
   if (impl_->zh == nullptr) return false;
   while (zoo_state(impl_->zh) != ZOO_CONNECTED_STATE) {
-    if (mono_ns() >= give_up_ns) return false;
+    if (now() >= give_up) return false;
     ::usleep(2'000);
   }
-  note_("zk-session",
-        fmt::format("session=0x{:x} timeout={}ms server={}", zoo_client_id(impl_->zh)->client_id,
-                    zoo_recv_timeout(impl_->zh), current_server(impl_->zh)));
+  note_("zk-session", fmt::format("session={} timeout={}ms server={}", session_id(),
+                                  zoo_recv_timeout(impl_->zh), current_server(impl_->zh)));
   return true;
 }
 
-std::optional<ZkHold> ZkLock::acquire(std::int64_t give_up_ns) {
-  bool noted = false;
-  // Curator's protection mode: the node's name carries this acquisition's id, so a create whose answer was
-  // lost finds the node it made among the children (and a retried create reuses the id).
-  const std::string protect = fmt::format(
-      "_c_{:016x}-", static_cast<std::uint64_t>(real_ns()) ^ static_cast<std::uint64_t>(::getpid()));
-  while (mono_ns() < give_up_ns) {
-    if (!ensure_session(give_up_ns)) return std::nullopt;
-    zhandle_t* zh = impl_->zh;
-    if (!noted) {
-      note_("acquire-sent", fmt::format("{} session=0x{:x}", parent_, zoo_client_id(zh)->client_id));
-      noted = true;
-    }
-    const std::string prefix = parent_ + "/" + protect + "lock-";
+zk::Created ZkLink::create(std::uint64_t, const std::string& parent, std::uint64_t key, Time deadline) {
+  zhandle_t* zh = impl_->zh;
+  if (zh == nullptr) return {};
+  const std::string protect = fmt::format("_c_{:016x}-", key);
+  const std::string prefix = parent + "/" + protect + "lock-";
+  for (;;) {
     char path[512] = {0};
     Stat st{};
-    int rc = zoo_create2(zh, prefix.c_str(), client_.data(), static_cast<int>(client_.size()),
-                         &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, path, sizeof path, &st);
-    std::string node;
-    std::uint64_t czxid = 0;
-    if (rc == ZOK) {
-      node = path + parent_.size() + 1;
-      czxid = static_cast<std::uint64_t>(st.czxid);
-    } else if (rc == ZSESSIONEXPIRED) {
+    const int rc = zoo_create2(zh, prefix.c_str(), client_.data(), static_cast<int>(client_.size()),
+                               &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, path, sizeof path, &st);
+    if (rc == ZOK) return {zk::Status::ok, path, static_cast<std::uint64_t>(st.czxid)};
+    if (rc == ZSESSIONEXPIRED) {
       mark_expired();
-      continue;                  // a new session, a new node
-    } else if (rc == ZNONODE) {  // Curator's creatingParentContainersIfNeeded (persistent parents here)
-      create_persistent(zh, "/locks");
-      create_persistent(zh, parent_);
-      continue;
-    } else {
-      // The answer was lost: look for the node by its protection id (its czxid read back), else retry.
-      ::usleep(20'000);
-      String_vector sv{};
-      if (zoo_get_children(zh, parent_.c_str(), 0, &sv) != ZOK) continue;
-      for (const std::string& k : sorted(sv))
-        if (k.rfind(protect, 0) == 0) node = k;
-      if (node.empty() || zoo_exists(zh, (parent_ + "/" + node).c_str(), 0, &st) != ZOK) continue;
-      czxid = static_cast<std::uint64_t>(st.czxid);
+      return {zk::Status::refused, {}, 0};
     }
-    for (;;) {
-      if (mono_ns() >= give_up_ns) {  // Curator's doDelete: a timed-out attempt deletes its node
-        zoo_delete(zh, (parent_ + "/" + node).c_str(), -1);
-        return std::nullopt;
-      }
-      String_vector sv{};
-      rc = zoo_get_children(zh, parent_.c_str(), 0, &sv);
-      if (rc == ZSESSIONEXPIRED) mark_expired();
-      if (rc == ZSESSIONEXPIRED || expired()) break;
-      if (rc != ZOK) {
-        ::usleep(20'000);
-        continue;
-      }
-      const std::vector<std::string> kids = sorted(sv);
-      const auto me = std::find(kids.begin(), kids.end(), node);
-      if (me == kids.end()) break;  // the node is gone: the session expired
-      if (me == kids.begin()) return ZkHold{node, czxid};
-      const std::string pred = parent_ + "/" + *(me - 1);
-      std::uint64_t seen = 0;
-      {
-        std::lock_guard lk(impl_->mu);
-        seen = impl_->events;
-      }
-      Stat ps{};
-      rc = zoo_wexists(zh, pred.c_str(), session_watcher, impl_, &ps);
-      if (rc == ZNONODE) continue;  // gone already: read the children again
-      // Wait for the watch (NodeDeleted), a change of the connection, or a third of the session timeout.
-      const std::int64_t slice = std::max<std::int64_t>(timeout_ns_ / 3, 1'000'000);
-      const std::int64_t until = std::min(give_up_ns, mono_ns() + slice);
-      std::unique_lock lk(impl_->mu);
-      impl_->cv.wait_for(lk, std::chrono::nanoseconds(std::max<std::int64_t>(0, until - mono_ns())),
-                         [&] { return impl_->events != seen; });
+    if (now() >= deadline) return {};
+    if (rc == ZNONODE) {  // Curator's creatingParentContainersIfNeeded (persistent parents here)
+      create_persistent(zh, "/locks");
+      create_persistent(zh, parent);
+      continue;
+    }
+    // No answer: the node may have been made. Protection mode finds it among the children by its name.
+    ::usleep(kRetryPauseUs);
+    String_vector sv{};
+    if (zoo_get_children(zh, parent.c_str(), 0, &sv) != ZOK) continue;
+    for (const std::string& k : sorted(sv)) {
+      if (k.rfind(protect, 0) != 0) continue;
+      Stat ks{};
+      const std::string node = parent + "/" + k;
+      if (zoo_exists(zh, node.c_str(), 0, &ks) == ZOK)
+        return {zk::Status::ok, node, static_cast<std::uint64_t>(ks.czxid)};
     }
   }
-  return std::nullopt;
 }
 
-void ZkLock::release(const ZkHold& h) {
-  if (impl_->zh == nullptr || expired()) return;
-  zoo_delete(impl_->zh, (parent_ + "/" + h.node).c_str(), -1);
+zk::Position ZkLink::position(std::uint64_t, const std::string& node, Time deadline) {
+  zhandle_t* zh = impl_->zh;
+  if (zh == nullptr) return {};
+  const std::string parent = zk::parent_of(node);
+  const std::string name = node.substr(parent.size() + 1);
+  for (;;) {
+    String_vector sv{};
+    const int rc = zoo_get_children(zh, parent.c_str(), 0, &sv);
+    if (rc == ZOK) {
+      const std::vector<std::string> kids = sorted(sv);
+      const auto me = std::find(kids.begin(), kids.end(), name);
+      if (me == kids.end()) return {zk::Status::refused, false, {}};  // the node is gone: the session expired
+      if (me == kids.begin()) return {zk::Status::ok, true, {}};
+      return {zk::Status::ok, false, parent + "/" + *(me - 1)};
+    }
+    if (rc == ZSESSIONEXPIRED) mark_expired();
+    if (rc == ZSESSIONEXPIRED || rc == ZNONODE) return {zk::Status::refused, false, {}};
+    if (!transient(rc) || now() >= deadline) return {};
+    ::usleep(kRetryPauseUs);
+  }
+}
+
+void ZkLink::remove(std::uint64_t, const std::string& path, std::uint64_t key, Time deadline) {
+  zhandle_t* zh = impl_->zh;
+  if (zh == nullptr) return;
+  for (;;) {
+    std::string node = path;
+    int rc = ZOK;
+    if (key != 0) {  // the child of `path` that attempt `key` created, if any
+      node.clear();
+      String_vector sv{};
+      rc = zoo_get_children(zh, path.c_str(), 0, &sv);
+      if (rc == ZOK) {
+        const std::string protect = fmt::format("_c_{:016x}-", key);
+        for (const std::string& k : sorted(sv))
+          if (k.rfind(protect, 0) == 0) node = path + "/" + k;
+        if (node.empty()) return;
+      }
+    }
+    if (rc == ZOK) rc = zoo_delete(zh, node.c_str(), -1);
+    if (rc == ZSESSIONEXPIRED) mark_expired();
+    if (!transient(rc) || now() >= deadline) return;
+    ::usleep(kRetryPauseUs);
+  }
+}
+
+void ZkLink::wait_watch(const std::string& predecessor, Time until) {
+  zhandle_t* zh = impl_->zh;
+  if (zh == nullptr) return;
+  std::uint64_t seen = 0;
+  {
+    std::lock_guard lk(impl_->mu);
+    seen = impl_->events;
+  }
+  Stat ps{};
+  const int rc = zoo_wexists(zh, predecessor.c_str(), session_watcher, impl_, &ps);
+  if (rc == ZSESSIONEXPIRED) mark_expired();
+  if (rc != ZOK) return;  // gone already (or no answer): the recipe reads the children again
+  // The watch (NodeDeleted), a change of the connection, or a third of the session timeout.
+  const Time slice_end = now() + std::max<Duration>(session_timeout() / 3, 1ms);
+  const Time end = std::min(until, slice_end);
+  std::unique_lock lk(impl_->mu);
+  impl_->cv.wait_for(lk, std::max<Duration>(end - now(), Duration{0}), [&] { return impl_->events != seen; });
+}
+
+zk::Status ZkLink::ping(std::uint64_t, Time) {
+  if (impl_->zh == nullptr) return zk::Status::no_answer;
+  Stat st{};
+  const int rc = zoo_exists(impl_->zh, "/", 0, &st);
+  if (rc == ZOK) return zk::Status::ok;
+  if (rc == ZSESSIONEXPIRED) {
+    mark_expired();
+    return zk::Status::refused;
+  }
+  return zk::Status::no_answer;
 }
 
 }  // namespace locksim::reality

@@ -1,10 +1,11 @@
 #pragma once
 /// The ZooKeeper C client (libzookeeper_mt, synchronous API) as locksim uses it for real runs:
-///  - ZkLock: Curator's InterProcessMutex recipe, run by a forked client process (client.cpp): a session of
-///    the protocol's timeout; an EPHEMERAL_SEQUENTIAL node /locks/<key>/lock-<seq> with the client's name as
-///    data; the children read: the lowest holds; otherwise an exists-watch on the predecessor and wait. The
-///    token is the node's czxid (zoo_create2's Stat). A holder learns that its session expired only when the
-///    client library reconnects and the ensemble tells it (Expired); until then it believes it holds.
+///  - ZkLink: the Link of Curator's InterProcessMutex recipe (protocols/zookeeper/lock_recipe.hpp), run by a
+///    forked client process (client.cpp): a session of the protocol's timeout; an EPHEMERAL_SEQUENTIAL node
+///    /locks/<key>/_c_<key>-lock-<seq> with the client's name as data; the children read: the lowest holds;
+///    otherwise an exists-watch on the predecessor and wait. The token is the node's czxid (zoo_create2's
+///    Stat). A holder learns that its session expired only when the client library reconnects and the
+///    ensemble tells it (Expired); until then it believes it holds.
 ///  - ZkRecorder: a session of the parent that watches the lock parent's children and records every node
 ///    that becomes the lowest child (its czxid, read from ZooKeeper with exists): the service's own grant
 ///    decisions, independent of what the clients say.
@@ -16,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "locksim/protocols/zookeeper/lock_recipe.hpp"
 
 namespace locksim::reality {
 
@@ -60,36 +63,45 @@ class ZkRecorder {
   std::thread thread_;
 };
 
-/// What ZkLock::acquire got: the node and its czxid.
-struct ZkHold {
-  std::string node;
-  std::uint64_t czxid = 0;
-};
-
-class ZkLock {
+/// Curator's lock recipe's world in a client process: protocols/zookeeper/lock_recipe.hpp's Link over the C
+/// client, so the real client runs the simulated client's own recipe (LockRecipe). The session is the C
+/// library's (it pings, reconnects to another member and learns Expired from the ensemble, as the simulated
+/// session thread models); a request that meets a connection loss is asked again until its deadline (a
+/// create finds the node its protected name made first, as Curator does).
+class ZkLink final : public zk::Link {
  public:
-  /// `note(label, detail)` reports a note to the parent (and waits for its ack).
+  /// `note(label, detail)` reports a note to the parent (and waits for its ack). `t0`: the run's start on
+  /// CLOCK_MONOTONIC. `client`: the data of the lock nodes.
   using Note = std::function<void(const std::string&, const std::string&)>;
-  ZkLock(std::string hosts, std::string lock_key, std::string client, std::int64_t session_timeout_ns,
+  ZkLink(std::string hosts, std::string client, Duration rpc_timeout, std::int64_t t0, std::uint64_t seed,
          Note note);
-  ~ZkLock();
-  ZkLock(const ZkLock&) = delete;
-  ZkLock& operator=(const ZkLock&) = delete;
-  /// One acquisition, given up at `give_up_ns` (CLOCK_MONOTONIC; the attempt deletes its node then).
-  std::optional<ZkHold> acquire(std::int64_t give_up_ns);
-  /// Deletes the node (best effort: an expired session's node is gone already).
-  void release(const ZkHold& h);
-  /// The client library has told this client its session expired (it learns it only from the ensemble).
-  bool expired() const;
+  ~ZkLink() override;
+  ZkLink(const ZkLink&) = delete;
+  ZkLink& operator=(const ZkLink&) = delete;
+
+  Time now() override;
+  Rng& rng() override { return rng_; }
+  void note(std::string_view label, std::string detail) override;
+  bool ensure_session(Duration ttl, Time give_up) override;
+  std::uint64_t session_id() const override;
+  Duration session_timeout() const override;
+  Duration rpc_timeout() const override { return rpc_timeout_; }
+  bool expired() const override;
+  void mark_expired() override;
+  zk::Created create(std::uint64_t session, const std::string& parent, std::uint64_t key,
+                     Time deadline) override;
+  zk::Position position(std::uint64_t session, const std::string& node, Time deadline) override;
+  void remove(std::uint64_t session, const std::string& path, std::uint64_t key, Time deadline) override;
+  void wait_watch(const std::string& predecessor, Time until) override;
+  zk::Status ping(std::uint64_t session, Time deadline) override;
   struct Impl;  ///< the C client's handle and what its watcher tells
 
  private:
-  bool ensure_session(std::int64_t give_up_ns);
-  /// A call answered ZSESSIONEXPIRED (the watcher's session event may come after it).
-  void mark_expired();
   void close();
-  std::string hosts_, parent_, client_;
-  std::int64_t timeout_ns_;
+  std::string hosts_, client_;
+  Duration rpc_timeout_;
+  std::int64_t t0_;
+  Rng rng_;
   Note note_;
   Impl* impl_ = nullptr;
 };

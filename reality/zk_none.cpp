@@ -27,15 +27,36 @@ std::vector<ZkRecord> ZkRecorder::records() const {
   return {};
 }
 
-struct ZkLock::Impl {};
-ZkLock::ZkLock(std::string, std::string, std::string, std::int64_t, Note) : timeout_ns_(0) {}
-ZkLock::~ZkLock() = default;
-std::optional<ZkHold> ZkLock::acquire(std::int64_t) {
-  return std::nullopt;
+struct ZkLink::Impl {};
+ZkLink::ZkLink(std::string, std::string, Duration, std::int64_t, std::uint64_t, Note) : t0_(0), rng_(0) {}
+ZkLink::~ZkLink() = default;
+Time ZkLink::now() {
+  return {};
 }
-void ZkLock::release(const ZkHold&) {}
-bool ZkLock::expired() const {
+void ZkLink::note(std::string_view, std::string) {}
+bool ZkLink::ensure_session(Duration, Time) {
   return false;
+}
+std::uint64_t ZkLink::session_id() const {
+  return 0;
+}
+Duration ZkLink::session_timeout() const {
+  return {};
+}
+bool ZkLink::expired() const {
+  return true;
+}
+void ZkLink::mark_expired() {}
+zk::Created ZkLink::create(std::uint64_t, const std::string&, std::uint64_t, Time) {
+  return {};
+}
+zk::Position ZkLink::position(std::uint64_t, const std::string&, Time) {
+  return {};
+}
+void ZkLink::remove(std::uint64_t, const std::string&, std::uint64_t, Time) {}
+void ZkLink::wait_watch(const std::string&, Time) {}
+zk::Status ZkLink::ping(std::uint64_t, Time) {
+  return zk::Status::no_answer;
 }
 
 }  // namespace locksim::reality
