@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -69,6 +70,11 @@ void RedisServer::start() {
                                    opts_.fsync == FsyncPolicy::always     ? "always"
                                    : opts_.fsync == FsyncPolicy::periodic ? "everysec"
                                                                           : "no"};
+  if (opts_.replicaof) {
+    args.insert(args.end(), {"--replicaof", "127.0.0.1", std::to_string(opts_.replicaof)});
+    // The replica answers reads with what it has (before its first sync too); writes are refused.
+    args.insert(args.end(), {"--replica-serve-stale-data", "yes"});
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -137,6 +143,41 @@ void RedisServer::command(const std::vector<std::string>& args) {
   if (!ok) throw StartError(fmt::format("{}: {} failed: {}", opts_.name, args.front(), err));
 }
 
+std::string RedisServer::info(const std::string& section, const std::string& field) const {
+  redisContext* c = connect(port_, 500);
+  if (!c) return {};
+  auto* r = static_cast<redisReply*>(redisCommand(c, "INFO %s", section.c_str()));
+  std::string out;
+  if (r && r->type == REDIS_REPLY_STRING) {
+    std::istringstream in(std::string(r->str, r->len));
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.rfind(field + ":", 0) == 0) {
+        out = line.substr(field.size() + 1);
+        break;
+      }
+    }
+  }
+  if (r) freeReplyObject(r);
+  redisFree(c);
+  return out;
+}
+
+std::vector<SetRecord> unique_records(std::vector<SetRecord> all) {
+  std::stable_sort(all.begin(), all.end(),
+                   [](const SetRecord& a, const SetRecord& b) { return a.seen_ns < b.seen_ns; });
+  std::vector<SetRecord> out;
+  for (SetRecord& r : all) {
+    const bool copy = std::any_of(out.begin(), out.end(), [&](const SetRecord& o) {
+      return o.real_ns == r.real_ns && o.key == r.key && o.value == r.value && o.node != r.node;
+    });
+    if (!copy) out.push_back(std::move(r));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SetRecord& a, const SetRecord& b) { return a.real_ns < b.real_ns; });
+  return out;
+}
+
 RecordListener::RecordListener(std::string node, std::uint16_t port)
     : node_(std::move(node)), port_(port), thread_([this] { loop(); }) {}
 
@@ -194,7 +235,7 @@ void RecordListener::loop() {
           std::int64_t sec = 0, usec = 0;
           if (std::getline(in, key) && std::getline(in, value) && (in >> sec >> usec)) {
             std::lock_guard lk(mu_);
-            records_.push_back({(sec * 1'000'000 + usec) * 1000, node_, key, value});
+            records_.push_back({(sec * 1'000'000 + usec) * 1000, node_, key, value, mono_ns()});
           }
         }
         freeReplyObject(m);

@@ -24,6 +24,9 @@ struct RedisOptions {
   std::string name;  ///< redis1..redisN, as in the simulated world
   bool aof = false;
   FsyncPolicy fsync = FsyncPolicy::periodic;
+  /// Non-zero: started as a replica of 127.0.0.1:`replicaof` (`--replicaof`), the port of the proxy's link
+  /// towards its master, so the replication stream goes through the proxy.
+  std::uint16_t replicaof = 0;
 };
 
 /// Thrown when a server cannot be started; says why (the apt package when the binary is missing).
@@ -50,6 +53,9 @@ class RedisServer {
   const std::string& name() const { return opts_.name; }
   /// Runs one command on the server (setup: the INCR counter's start); throws StartError on failure.
   void command(const std::vector<std::string>& argv);
+  /// A field of `INFO section` ("master_link_status" of "replication"); empty when the server does not
+  /// answer or has no such field.
+  std::string info(const std::string& section, const std::string& field) const;
 
  private:
   RedisOptions opts_;
@@ -62,7 +68,14 @@ class RedisServer {
 struct SetRecord {
   std::int64_t real_ns = 0;
   std::string node, key, value;
+  std::int64_t seen_ns = 0;  ///< when the listener received it (CLOCK_MONOTONIC)
 };
+
+/// The service records of every listener, each grant once: a replica delivers to its own subscribers a copy
+/// of every PUBLISH its master's script made (scripts' effects are replicated), the same message (key, value
+/// and the master's TIME) seen later. Of identical messages from several nodes the first one received is the
+/// node where the SET ran; the copies are dropped. Sorted by the server's time.
+std::vector<SetRecord> unique_records(std::vector<SetRecord> all);
 
 /// Subscribes to locksim:sets on one server, reconnecting after a crash, until stopped.
 class RecordListener {
