@@ -31,6 +31,7 @@ void RealRun::trace_sentinel() {
     if (ev == std::string::npos) continue;
     const std::string rest = line.substr(ev);
     const std::string label = rest.substr(0, rest.find(' '));
+    if (at < 0) continue;  // its start-up, before time 0 (the note at time 0 says how long it took)
     trace(TraceKind::note, "sentinel1", label, rest, static_cast<std::int64_t>(at * 1e9));
   }
 }

@@ -70,6 +70,8 @@ void RedisServer::start() {
                                    opts_.fsync == FsyncPolicy::always     ? "always"
                                    : opts_.fsync == FsyncPolicy::periodic ? "everysec"
                                                                           : "no"};
+  // A replica's initial sync starts at once (Redis 7's diskless sync waits 5 s for more replicas by default).
+  args.insert(args.end(), {"--repl-diskless-sync-delay", "0"});
   if (opts_.replicaof) {
     args.insert(args.end(), {"--replicaof", "127.0.0.1", std::to_string(opts_.replicaof)});
     // The replica answers reads with what it has (before its first sync too); writes are refused.
