@@ -72,7 +72,7 @@ RedisSentinel::~RedisSentinel() {
   kill();
 }
 
-void RedisSentinel::start(std::size_t replicas) {
+void RedisSentinel::start(std::size_t replicas, std::int64_t wait_ms) {
   if (pid_ > 0) return;
   const std::string bin = find_program("redis-server");
   if (bin.empty()) throw StartError("redis-server is not installed (Debian: apt-get install redis-server)");
@@ -107,7 +107,7 @@ void RedisSentinel::start(std::size_t replicas) {
   }
   register_child(pid);
   pid_ = pid;
-  const std::int64_t deadline = mono_ns() + 10'000'000'000;
+  const std::int64_t deadline = mono_ns() + wait_ms * 1'000'000;
   for (;;) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -121,8 +121,8 @@ void RedisSentinel::start(std::size_t replicas) {
       kill();
       check_interrupted();
       throw StartError(fmt::format(
-          "sentinel1: the sentinel on 127.0.0.1:{} did not list {} replica(s) of mymaster within 10 s:\n{}",
-          port_, replicas, log_tail(log)));
+          "sentinel1: the sentinel on 127.0.0.1:{} did not list {} replica(s) of mymaster within {} ms:\n{}",
+          port_, replicas, wait_ms, log_tail(log)));
     }
     ::usleep(20'000);
   }

@@ -20,10 +20,10 @@ class RedisSentinel {
   RedisSentinel(const RedisSentinel&) = delete;
   RedisSentinel& operator=(const RedisSentinel&) = delete;
 
-  /// Writes sentinel.conf, starts the sentinel, and waits (at most 10 s) until it answers PING and lists
+  /// Writes sentinel.conf, starts the sentinel, and waits (at most `wait_ms`) until it answers and lists
   /// `replicas` replicas of mymaster (SENTINEL replicas mymaster): it found them in the master's INFO.
   /// Throws StartError (the child is killed first).
-  void start(std::size_t replicas);
+  void start(std::size_t replicas, std::int64_t wait_ms = 10'000);
   void kill();
   pid_t pid() const { return pid_; }
   std::uint16_t port() const { return port_; }
