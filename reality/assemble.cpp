@@ -112,10 +112,11 @@ void RealRun::assemble() {
                         z.ephemeral_owner),
             z.mono_ns - t0_);
     }
-  std::vector<SetRecord> all;
+  std::vector<SetRecord> sets;
   for (auto& l : listeners_)
-    for (SetRecord& s : l->records()) all.push_back(std::move(s));
-  const std::vector<SetRecord> sets = unique_records(std::move(all));  // a replica's copies dropped
+    for (SetRecord& s : l->records()) sets.push_back(std::move(s));  // a replica's copies are not among them
+  std::stable_sort(sets.begin(), sets.end(),
+                   [](const SetRecord& a, const SetRecord& b) { return a.real_ns < b.real_ns; });
   if (sentinel_) trace_sentinel();
   for (const SetRecord& s : sets) {
     h.service_sets.push_back({Time{s.real_ns - real0_}, s.node, s.key, s.value});

@@ -16,13 +16,15 @@ namespace locksim::reality {
 namespace {
 
 /// SET NX PX, and only when it took effect: the INCR token (ARGV[3] = 1) and the service record, published
-/// from inside the script so it is atomic with the SET (redis_server.hpp).
+/// from inside the script so it is atomic with the SET (redis_server.hpp), with the server's own port: a
+/// replica delivers a copy of its master's PUBLISH to its subscribers, and the port tells the copy apart.
 constexpr const char* kAcquire = R"(local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 if not ok then return false end
 local tok = 0
 if ARGV[3] == '1' then tok = redis.call('INCR', KEYS[1] .. ':token') end
 local t = redis.call('TIME')
-redis.call('PUBLISH', 'locksim:sets', KEYS[1] .. '\n' .. ARGV[1] .. '\n' .. t[1] .. '\n' .. t[2])
+local port = string.match(redis.call('INFO', 'server'), 'tcp_port:(%d+)') or '0'
+redis.call('PUBLISH', 'locksim:sets', KEYS[1] .. '\n' .. ARGV[1] .. '\n' .. t[1] .. '\n' .. t[2] .. '\n' .. port)
 return {1, tok})";
 
 /// The Redis documentation's compare-and-delete.

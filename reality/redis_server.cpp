@@ -165,21 +165,6 @@ std::string RedisServer::info(const std::string& section, const std::string& fie
   return out;
 }
 
-std::vector<SetRecord> unique_records(std::vector<SetRecord> all) {
-  std::stable_sort(all.begin(), all.end(),
-                   [](const SetRecord& a, const SetRecord& b) { return a.seen_ns < b.seen_ns; });
-  std::vector<SetRecord> out;
-  for (SetRecord& r : all) {
-    const bool copy = std::any_of(out.begin(), out.end(), [&](const SetRecord& o) {
-      return o.real_ns == r.real_ns && o.key == r.key && o.value == r.value && o.node != r.node;
-    });
-    if (!copy) out.push_back(std::move(r));
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const SetRecord& a, const SetRecord& b) { return a.real_ns < b.real_ns; });
-  return out;
-}
-
 RecordListener::RecordListener(std::string node, std::uint16_t port)
     : node_(std::move(node)), port_(port), thread_([this] { loop(); }) {}
 
@@ -235,9 +220,15 @@ void RecordListener::loop() {
           std::istringstream in(std::string(m->element[2]->str, m->element[2]->len));
           std::string key, value;
           std::int64_t sec = 0, usec = 0;
+          unsigned port = 0;  // the node where the SET ran (0: not said)
           if (std::getline(in, key) && std::getline(in, value) && (in >> sec >> usec)) {
-            std::lock_guard lk(mu_);
-            records_.push_back({(sec * 1'000'000 + usec) * 1000, node_, key, value, mono_ns()});
+            if (!(in >> port)) port = 0;
+            if (port == 0 || port == port_) {
+              std::lock_guard lk(mu_);
+              records_.push_back({(sec * 1'000'000 + usec) * 1000, node_, key, value});
+            } else {
+              ++copies_;
+            }
           }
         }
         freeReplyObject(m);

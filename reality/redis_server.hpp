@@ -68,16 +68,12 @@ class RedisServer {
 struct SetRecord {
   std::int64_t real_ns = 0;
   std::string node, key, value;
-  std::int64_t seen_ns = 0;  ///< when the listener received it (CLOCK_MONOTONIC)
 };
 
-/// The service records of every listener, each grant once: a replica delivers to its own subscribers a copy
-/// of every PUBLISH its master's script made (scripts' effects are replicated), the same message (key, value
-/// and the master's TIME) seen later. Of identical messages from several nodes the first one received is the
-/// node where the SET ran; the copies are dropped. Sorted by the server's time.
-std::vector<SetRecord> unique_records(std::vector<SetRecord> all);
 
-/// Subscribes to locksim:sets on one server, reconnecting after a crash, until stopped.
+/// Subscribes to locksim:sets on one server, reconnecting after a crash, until stopped. A message naming
+/// another server's port is a replica's copy of its master's record (scripts' effects, PUBLISH included, are
+/// replicated, and a replica delivers them to its own subscribers): not a set on this node, not recorded.
 class RecordListener {
  public:
   RecordListener(std::string node, std::uint16_t port);
@@ -89,6 +85,8 @@ class RecordListener {
   void wait_disconnected();
   /// The records so far.
   std::vector<SetRecord> records() const;
+  /// Messages seen that were a replica's copies of its master's records (not recorded).
+  std::uint64_t copies() const { return copies_.load(); }
 
  private:
   void loop();
@@ -98,6 +96,7 @@ class RecordListener {
   std::atomic<int> fd_{-1};
   std::atomic<std::uint64_t> subscribed_{0};  ///< connection generations subscribed so far
   std::atomic<std::uint64_t> lost_{0};        ///< connections lost so far
+  std::atomic<std::uint64_t> copies_{0};
   mutable std::mutex mu_;
   std::vector<SetRecord> records_;
   std::thread thread_;
