@@ -1,11 +1,40 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <sstream>
 
 #include "reality/real_run.hpp"
 #include "reality/zk_client.hpp"
 
 namespace locksim::reality::detail {
+
+void RealRun::trace_sentinel() {
+  // "pid:X 07 Dec 2026 02:44:49.123 # +sdown master mymaster 127.0.0.1 6379": the time of day, local time,
+  // placed against the run's start on the real clock.
+  const time_t start_s = static_cast<time_t>(real0_ / 1'000'000'000);
+  tm start{};
+  ::localtime_r(&start_s, &start);
+  const double start_of_day = start.tm_hour * 3600.0 + start.tm_min * 60.0 + start.tm_sec +
+                              static_cast<double>(real0_ % 1'000'000'000) / 1e9;
+  std::istringstream in(sentinel_->log());
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(':', line.find(' '));  // hh:mm:ss.mmm
+    if (colon == std::string::npos || colon < 2) continue;
+    int hh = 0, mm = 0;
+    double ss = 0;
+    if (std::sscanf(line.c_str() + colon - 2, "%d:%d:%lf", &hh, &mm, &ss) != 3) continue;
+    double at = hh * 3600.0 + mm * 60.0 + ss - start_of_day;
+    if (at < -43200) at += 86400;  // past midnight
+    const auto ev = line.find_first_of("+-", colon + 10);
+    if (ev == std::string::npos) continue;
+    const std::string rest = line.substr(ev);
+    const std::string label = rest.substr(0, rest.find(' '));
+    if (at < 0) continue;  // its start-up, before time 0 (the note at time 0 says how long it took)
+    trace(TraceKind::note, "sentinel1", label, rest, static_cast<std::int64_t>(at * 1e9));
+  }
+}
 
 void RealRun::assemble() {
   History& h = out_.history;
@@ -85,9 +114,10 @@ void RealRun::assemble() {
     }
   std::vector<SetRecord> sets;
   for (auto& l : listeners_)
-    for (SetRecord& s : l->records()) sets.push_back(std::move(s));
+    for (SetRecord& s : l->records()) sets.push_back(std::move(s));  // a replica's copies are not among them
   std::stable_sort(sets.begin(), sets.end(),
                    [](const SetRecord& a, const SetRecord& b) { return a.real_ns < b.real_ns; });
+  if (sentinel_) trace_sentinel();
   for (const SetRecord& s : sets) {
     h.service_sets.push_back({Time{s.real_ns - real0_}, s.node, s.key, s.value});
     trace(TraceKind::note, s.node, "set", fmt::format("key={} value={}", s.key, s.value), s.real_ns - real0_);

@@ -65,6 +65,7 @@ class Client {
       redis_ =
           std::make_unique<RedisLink>(p.ports, p.cut, p.config.node_timeout, p.t0, rng_.next(),
                                       [this](const std::string& l, const std::string& d) { note(l, d); });
+      if (p.sentinel_port) redis_->use_sentinel(p.sentinel_port, p.real_ports);
       if (p.protocol == "redlock")
         redlock_.emplace(p.config);
       else

@@ -47,6 +47,10 @@ struct ClientPlan {
   std::string pg_conninfo;           ///< db-lease: libpq's connection string of db1
   bool same_db = false;              ///< db-lease: writes go to db1's write_with_fence, not to the store
   std::vector<std::uint8_t> cut;     ///< per node: a partition cuts this client off from it all run
+  /// redis, redis+incr with a replica: sentinel1's port (0: none; the master is redis1), and the servers'
+  /// real ports beside `ports` (redis1, replica1) to map the master the sentinel names to one of them.
+  std::uint16_t sentinel_port = 0;
+  std::vector<std::uint16_t> real_ports;
   std::uint16_t store_port = 0;
   std::int64_t t0 = 0;  ///< CLOCK_MONOTONIC at the run's start
   int report_fd = -1, ack_fd = -1;

@@ -68,6 +68,9 @@ void RealRun::fire(std::size_t a) {
   if (RedisServer* s = server(fs.target)) {
     if (f.kind == Fault::Kind::crash && s->running()) {
       s->kill();
+      // What the proxy still held of the replication stream was in the master's own buffers (the simulated
+      // master holds each command its replication_delay before sending it): lost with it.
+      if (repl_proxy_ && s->name() == repl_proxy_->to(0)) repl_proxy_->drop(0);
       listener(s->name())->wait_disconnected();
       trace(TraceKind::crash, s->name(), "crash", f.power_loss ? "SIGKILL (power loss)" : "SIGKILL");
       if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});

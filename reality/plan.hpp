@@ -21,7 +21,9 @@ bool is_zk(const std::string& protocol);
 
 /// Why `protocol` cannot run `sc` for real (empty: it can). Clock jumps and drift give "not reproducible in
 /// reality: ..."; network loss, duplication and reordering "not reproducible over TCP"; what is not built
-/// (a server-to-server cut, replicas, renewal, read-modify-write programs) says so in its own words.
+/// (a server-to-server cut, the database lease's standby, faults on a Redis replica or sentinel, renewal,
+/// read-modify-write programs) says so in its own words. A Redis replica with its sentinel runs (redis,
+/// redis+incr); Redlock has none.
 std::optional<std::string> not_reproducible(const Scenario& sc, const std::string& protocol);
 
 /// Whether partition `f` is one a real client runs without the proxy, by never contacting the nodes cut off:
@@ -40,7 +42,7 @@ bool needs_proxy(const Scenario& sc, const std::string& protocol);
 Scenario scaled(const Scenario& sc, double factor);
 
 /// The simulated world's processes a fault may name that this protocol's real run has (clients, store,
-/// redis1..N).
+/// redis1..N, and replica1 and sentinel1 for redis and redis+incr with replica = true).
 std::vector<std::string> real_process_names(const Scenario& sc, const std::string& protocol);
 
 /// Whether fault `f` applies to this protocol's run (the runner's rule: a fault whose first target is a

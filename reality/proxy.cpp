@@ -135,6 +135,25 @@ void Proxy::stop() {
     if (l->listen_fd >= 0) ::close(l->listen_fd), l->listen_fd = -1;
 }
 
+void Proxy::drop(std::size_t link) {
+  {
+    std::lock_guard lock(mu_);
+    for (auto& c : conns_)
+      if (c->link == link && !c->dead) {
+        // shutdown, not only close: a forked process may hold a copy of the descriptor.
+        for (int f : c->fd)
+          if (f >= 0) ::shutdown(f, SHUT_RDWR);
+        for (int d = 0; d < 2; ++d) {
+          c->queue[d].clear();
+          c->held[d] = 0;
+          c->offset[d] = 0;
+        }
+        c->dead = true;
+      }
+  }
+  wake();
+}
+
 void Proxy::wake() {
   const char b = 'w';
   if (wake_[1] >= 0) (void)!::write(wake_[1], &b, 1);

@@ -65,6 +65,10 @@ class Proxy {
   /// Cuts (true) or heals (false) that direction.
   void set_cut(std::size_t link, Dir d, bool cut);
 
+  /// Ends every connection of the link now, both sides shut down and what the proxy held for them dropped
+  /// (not delivered): the stand-in for bytes that were still in a killed sender's own buffers.
+  void drop(std::size_t link);
+
   /// Bytes forwarded so far in that direction (written to the other side).
   std::uint64_t forwarded(std::size_t link, Dir d) const;
   /// Connections open now, over every link.

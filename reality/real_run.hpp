@@ -17,6 +17,7 @@
 #include "reality/proxy.hpp"
 #include "reality/redis_server.hpp"
 #include "reality/run.hpp"
+#include "reality/sentinel.hpp"
 #include "reality/store_server.hpp"
 #include "reality/zk_server.hpp"
 
@@ -97,6 +98,14 @@ class RealRun {
 
   void restart(RedisServer& s);
 
+  /// redis, redis+incr with replica = true: replica1 (a redis-server replicating from redis1 through
+  /// repl_proxy_, its initial sync done) and sentinel1 (knowing replica1), before time 0.
+  void start_replica(const ProtocolConfig& cfg);
+  /// At time 0: the replication stream's master→replica direction held replication_delay per chunk.
+  void lag_replication(const ProtocolConfig& cfg);
+  /// The sentinel's failover events from its log, as notes of sentinel1 at their times.
+  void trace_sentinel();
+
   // The network (network.cpp): the proxy on every client link, when the scenario needs one.
   /// The servers a client talks to, by name, with their real ports (redis1..N, raft1..3, db1, zk1..3; the
   /// store last).
@@ -135,6 +144,8 @@ class RealRun {
   std::unique_ptr<ZkEnsemble> zk_;
   std::unique_ptr<StoreServer> store_;
   std::unique_ptr<Proxy> proxy_;
+  std::unique_ptr<RedisSentinel> sentinel_;
+  std::unique_ptr<Proxy> repl_proxy_;  ///< the replication stream redis1 → replica1 (one link, index 0)
   std::map<std::pair<std::string, std::string>, std::size_t> proxy_links_;  ///< (client, server) -> link
   std::map<std::pair<std::size_t, int>, int> cut_count_;  ///< (link, direction): partitions cutting it
   std::map<std::size_t, std::vector<std::pair<std::size_t, Proxy::Dir>>> cut_by_;  ///< armed -> its cuts

@@ -9,19 +9,22 @@
 #include <stdexcept>
 
 #include "reality/children.hpp"
+#include "reality/sentinel.hpp"
 
 namespace locksim::reality {
 
 namespace {
 
 /// SET NX PX, and only when it took effect: the INCR token (ARGV[3] = 1) and the service record, published
-/// from inside the script so it is atomic with the SET (redis_server.hpp).
+/// from inside the script so it is atomic with the SET (redis_server.hpp), with the server's own port: a
+/// replica delivers a copy of its master's PUBLISH to its subscribers, and the port tells the copy apart.
 constexpr const char* kAcquire = R"(local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 if not ok then return false end
 local tok = 0
 if ARGV[3] == '1' then tok = redis.call('INCR', KEYS[1] .. ':token') end
 local t = redis.call('TIME')
-redis.call('PUBLISH', 'locksim:sets', KEYS[1] .. '\n' .. ARGV[1] .. '\n' .. t[1] .. '\n' .. t[2])
+local port = string.match(redis.call('INFO', 'server'), 'tcp_port:(%d+)') or '0'
+redis.call('PUBLISH', 'locksim:sets', KEYS[1] .. '\n' .. ARGV[1] .. '\n' .. t[1] .. '\n' .. t[2] .. '\n' .. port)
 return {1, tok})";
 
 /// The Redis documentation's compare-and-delete.
@@ -172,14 +175,30 @@ std::vector<std::optional<redis::Answer>> RedisLink::collect(const redis::Comman
   return out;
 }
 
+void RedisLink::use_sentinel(std::uint16_t sentinel_port, std::vector<std::uint16_t> real_ports) {
+  sentinel_ = sentinel_port;
+  real_ports_ = std::move(real_ports);
+}
+
+void RedisLink::discover() {
+  if (!sentinel_) return;
+  const auto ms = static_cast<int>(std::max<std::int64_t>(1, timeout_.count() / 1'000'000));
+  const std::optional<std::uint16_t> port = sentinel_master_port(sentinel_, ms);
+  if (!port) return;
+  const auto it = std::find(real_ports_.begin(), real_ports_.end(), *port);
+  if (it != real_ports_.end() && static_cast<std::size_t>(it - real_ports_.begin()) < ports_.size())
+    master_ = static_cast<std::size_t>(it - real_ports_.begin());
+}
+
 std::optional<redis::Answer> RedisLink::request(const redis::Command& c, std::string_view label) {
+  const std::size_t m = master_;
   const std::vector<redisContext*> sent =
-      send(c, cut_[0] ? std::vector<std::size_t>{} : std::vector<std::size_t>{0});
+      send(c, cut_[m] ? std::vector<std::size_t>{} : std::vector<std::size_t>{m});
   note(label, fmt::format("key={} value={} nodes=1", c.key, c.value));
   const Time deadline = now() + timeout_;
-  std::optional<redis::Answer> a = collect(c, sent, deadline)[0];
+  std::optional<redis::Answer> a = collect(c, sent, deadline)[m];
   // A node cut off never answers: the request waits its timeout out, as over a partition.
-  if (cut_[0] && now() < deadline) sleep(deadline - now());
+  if (cut_[m] && now() < deadline) sleep(deadline - now());
   return a;
 }
 

@@ -38,8 +38,17 @@ class RedisLink final : public redis::Link {
   /// hiredis reads answers in order: a command given up on left its connection in error, and the next
   /// command connects again, so no stale answer is ever read as a new one.
   void forget_stale() override {}
-  /// No sentinel is run for real: the master is redis1.
-  void discover() override {}
+  /// With a sentinel (use_sentinel): asks it SENTINEL get-master-addr-by-name mymaster, waiting at most
+  /// node_timeout, and sends the next command to the master it names; without an answer (or a port it does
+  /// not know) the last known master. Asked before every command, as the simulated client asks sentinel1.
+  /// Without a sentinel the master is redis1.
+  void discover() override;
+  /// Single node with a replica: sentinel1 on 127.0.0.1:`sentinel_port`; `real_ports[i]` the real port of
+  /// the server this link reaches on ports[i] (the sentinel names real ports; the link may go through the
+  /// proxy).
+  void use_sentinel(std::uint16_t sentinel_port, std::vector<std::uint16_t> real_ports);
+  /// The node the single-node commands go to now (0: redis1).
+  std::size_t master() const { return master_; }
   std::optional<redis::Answer> request(const redis::Command& c, std::string_view label) override;
   std::uint32_t round(const redis::Command& c, std::string_view label, Time deadline) override;
 
@@ -59,6 +68,9 @@ class RedisLink final : public redis::Link {
   Rng rng_;
   std::function<void(const std::string&, const std::string&)> note_;
   std::vector<redisContext*> conns_;
+  std::uint16_t sentinel_ = 0;
+  std::vector<std::uint16_t> real_ports_;
+  std::size_t master_ = 0;
 };
 
 }  // namespace locksim::reality

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -69,6 +70,13 @@ void RedisServer::start() {
                                    opts_.fsync == FsyncPolicy::always     ? "always"
                                    : opts_.fsync == FsyncPolicy::periodic ? "everysec"
                                                                           : "no"};
+  // A replica's initial sync starts at once (Redis 7's diskless sync waits 5 s for more replicas by default).
+  args.insert(args.end(), {"--repl-diskless-sync-delay", "0"});
+  if (opts_.replicaof) {
+    args.insert(args.end(), {"--replicaof", "127.0.0.1", std::to_string(opts_.replicaof)});
+    // The replica answers reads with what it has (before its first sync too); writes are refused.
+    args.insert(args.end(), {"--replica-serve-stale-data", "yes"});
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -137,6 +145,26 @@ void RedisServer::command(const std::vector<std::string>& args) {
   if (!ok) throw StartError(fmt::format("{}: {} failed: {}", opts_.name, args.front(), err));
 }
 
+std::string RedisServer::info(const std::string& section, const std::string& field) const {
+  redisContext* c = connect(port_, 500);
+  if (!c) return {};
+  auto* r = static_cast<redisReply*>(redisCommand(c, "INFO %s", section.c_str()));
+  std::string out;
+  if (r && r->type == REDIS_REPLY_STRING) {
+    std::istringstream in(std::string(r->str, r->len));
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.rfind(field + ":", 0) == 0) {
+        out = line.substr(field.size() + 1);
+        break;
+      }
+    }
+  }
+  if (r) freeReplyObject(r);
+  redisFree(c);
+  return out;
+}
+
 RecordListener::RecordListener(std::string node, std::uint16_t port)
     : node_(std::move(node)), port_(port), thread_([this] { loop(); }) {}
 
@@ -192,9 +220,15 @@ void RecordListener::loop() {
           std::istringstream in(std::string(m->element[2]->str, m->element[2]->len));
           std::string key, value;
           std::int64_t sec = 0, usec = 0;
+          unsigned port = 0;  // the node where the SET ran (0: not said)
           if (std::getline(in, key) && std::getline(in, value) && (in >> sec >> usec)) {
-            std::lock_guard lk(mu_);
-            records_.push_back({(sec * 1'000'000 + usec) * 1000, node_, key, value});
+            if (!(in >> port)) port = 0;
+            if (port == 0 || port == port_) {
+              std::lock_guard lk(mu_);
+              records_.push_back({(sec * 1'000'000 + usec) * 1000, node_, key, value});
+            } else {
+              ++copies_;
+            }
           }
         }
         freeReplyObject(m);

@@ -24,6 +24,9 @@ struct RedisOptions {
   std::string name;  ///< redis1..redisN, as in the simulated world
   bool aof = false;
   FsyncPolicy fsync = FsyncPolicy::periodic;
+  /// Non-zero: started as a replica of 127.0.0.1:`replicaof` (`--replicaof`), the port of the proxy's link
+  /// towards its master, so the replication stream goes through the proxy.
+  std::uint16_t replicaof = 0;
 };
 
 /// Thrown when a server cannot be started; says why (the apt package when the binary is missing).
@@ -50,6 +53,9 @@ class RedisServer {
   const std::string& name() const { return opts_.name; }
   /// Runs one command on the server (setup: the INCR counter's start); throws StartError on failure.
   void command(const std::vector<std::string>& argv);
+  /// A field of `INFO section` ("master_link_status" of "replication"); empty when the server does not
+  /// answer or has no such field.
+  std::string info(const std::string& section, const std::string& field) const;
 
  private:
   RedisOptions opts_;
@@ -64,7 +70,10 @@ struct SetRecord {
   std::string node, key, value;
 };
 
-/// Subscribes to locksim:sets on one server, reconnecting after a crash, until stopped.
+
+/// Subscribes to locksim:sets on one server, reconnecting after a crash, until stopped. A message naming
+/// another server's port is a replica's copy of its master's record (scripts' effects, PUBLISH included, are
+/// replicated, and a replica delivers them to its own subscribers): not a set on this node, not recorded.
 class RecordListener {
  public:
   RecordListener(std::string node, std::uint16_t port);
@@ -76,6 +85,8 @@ class RecordListener {
   void wait_disconnected();
   /// The records so far.
   std::vector<SetRecord> records() const;
+  /// Messages seen that were a replica's copies of its master's records (not recorded).
+  std::uint64_t copies() const { return copies_.load(); }
 
  private:
   void loop();
@@ -85,6 +96,7 @@ class RecordListener {
   std::atomic<int> fd_{-1};
   std::atomic<std::uint64_t> subscribed_{0};  ///< connection generations subscribed so far
   std::atomic<std::uint64_t> lost_{0};        ///< connections lost so far
+  std::atomic<std::uint64_t> copies_{0};
   mutable std::mutex mu_;
   std::vector<SetRecord> records_;
   std::thread thread_;

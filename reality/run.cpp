@@ -50,6 +50,8 @@ RealRun::~RealRun() {
     if (c.ack >= 0) ::close(c.ack);
   }
   proxy_.reset();  // its connections and ports closed
+  sentinel_.reset();
+  repl_proxy_.reset();
   listeners_.clear();
   servers_.clear();  // kills what still runs
   etcd_.reset();
@@ -127,12 +129,14 @@ RunOutput RealRun::run() {
   }
   if (fenced_ && cfg.first_token > 1 && !servers_.empty())
     servers_[0]->command({"SET", sc_.lock_key + ":token", std::to_string(cfg.first_token - 1)});
+  if (cfg.replica && !servers_.empty()) start_replica(cfg);
   names_.push_back(sc_.resource_name);
   out_.resource = sc_.resource_name;
 
   const std::int64_t m1 = mono_ns(), r = real_ns(), m2 = mono_ns();
   t0_ = m1 + (m2 - m1) / 2;
   real0_ = r;
+  if (repl_proxy_) lag_replication(cfg);
   store_ = std::make_unique<StoreServer>(mode == ResourceMode::fenced, t0_);
   if (needs_proxy(sc_, protocol_)) make_proxy();  // its listening ports before the clients are forked
   for (const ClientSpec& c : sc_.clients) fork_client(c, cfg, n);
@@ -160,6 +164,10 @@ void RealRun::fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::u
   plan.resource_key = sc_.resource_key;
   plan.send_tokens = fenced_;
   for (auto& s : servers_) plan.ports.push_back(s->port());
+  if (sentinel_) {
+    plan.sentinel_port = sentinel_->port();
+    plan.real_ports = plan.ports;
+  }
   if (etcd_) plan.ports = etcd_->client_ports();
   if (pg_) {
     plan.ports = {pg_->port()};
@@ -219,6 +227,54 @@ void RealRun::fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::u
   ch.ack = ack[1];
   children_.push_back(std::move(ch));
   out_.clients.push_back(c.name);
+}
+
+void RealRun::start_replica(const ProtocolConfig& cfg) {
+  RedisServer& master = *servers_.at(0);
+  // The replication stream through a proxy link of its own (replica1 connects to it as to its master), so
+  // its master→replica direction can lag; the client links' proxy (network.cpp) is another one.
+  repl_proxy_ = std::make_unique<Proxy>(sc_.seed ^ 0x7265706c);
+  repl_proxy_->add_link("replica1", master.name(), master.port());
+  repl_proxy_->start();
+  RedisOptions ro{"replica1", cfg.aof, cfg.fsync};
+  ro.replicaof = repl_proxy_->port(0);
+  servers_.push_back(std::make_unique<RedisServer>(ro, dir_.path() + "/replica1"));
+  RedisServer& replica = *servers_.back();
+  replica.start();
+  listeners_.push_back(std::make_unique<RecordListener>("replica1", replica.port()));
+  listeners_.back()->wait_subscribed();
+  // Its initial sync done before time 0.
+  const std::int64_t sync_start = mono_ns(), deadline = sync_start + 10'000'000'000;
+  while (replica.info("replication", "master_link_status") != "up") {
+    check_interrupted();
+    if (mono_ns() > deadline)
+      throw StartError(fmt::format("replica1: no master_link_status:up within 10 s (replica of 127.0.0.1:{})",
+                                   ro.replicaof));
+    ::usleep(10'000);
+  }
+  const std::int64_t synced = mono_ns();
+  // sentinel1 talks to both servers directly; down-after-milliseconds is the scenario's failover_after.
+  const std::int64_t down_after = std::max<std::int64_t>(1, cfg.failover_after.count() / 1'000'000);
+  sentinel_ = std::make_unique<RedisSentinel>(dir_.path() + "/sentinel1", master.port(), down_after,
+                                              std::max<std::int64_t>(1000, 2 * down_after));
+  sentinel_->start(1);
+  out_.history.service_nodes.push_back("replica1");
+  names_.push_back("replica1");
+  names_.push_back("sentinel1");
+  out_.servers.push_back("replica1");
+  out_.servers.push_back("sentinel1");
+  trace(TraceKind::note, "sentinel1", "sentinel",
+        fmt::format("replica1 synced through port {} in {:.0f} ms; sentinel on port {} knew it {:.0f} ms later "
+                    "(down-after-milliseconds {})",
+                    ro.replicaof, static_cast<double>(synced - sync_start) / 1e6, sentinel_->port(),
+                    static_cast<double>(mono_ns() - synced) / 1e6, down_after),
+        0);
+}
+
+void RealRun::lag_replication(const ProtocolConfig& cfg) {
+  repl_proxy_->set_delay(0, Proxy::Dir::down, Dist::constant_of(cfg.replication_delay));
+  trace(TraceKind::note, "replica1", "replication-lag",
+        fmt::format("redis1->replica1 held {} ms per chunk", cfg.replication_delay.count() / 1'000'000), 0);
 }
 
 void RealRun::on_line(Child& c, const std::string& line) {

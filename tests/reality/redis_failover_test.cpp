@@ -1,0 +1,206 @@
+// A Redis master with an asynchronous replica and a sentinel, for real: redis1 replicates to replica1 through
+// the proxy with the scenario's replication_delay, redis1 is SIGKILLed before the lock key reached replica1,
+// the real sentinel promotes replica1 and client2 acquires there. Also: a replica's copy of its master's grant
+// record is not a set on the replica, and nothing is left behind (a run, Ctrl-C, a sentinel that does not start).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "leftovers.hpp"
+#include "locksim/scenarios/catalog.hpp"
+#include "locksim/scenarios/runner.hpp"
+#include "reality/children.hpp"
+#include "reality/plan.hpp"
+#include "reality/redis_link.hpp"
+#include "reality/redis_server.hpp"
+#include "reality/run.hpp"
+#include "reality/sentinel.hpp"
+
+namespace locksim::reality {
+namespace {
+
+using namespace locksim::reality::leftovers;
+namespace fs = std::filesystem;
+
+#define NEED_REDIS()                        \
+  if (find_program("redis-server").empty()) \
+  GTEST_SKIP() << "redis-server is not installed (apt-get install redis-server)"
+
+const GrantRecord* grant_of(const History& h, const std::string& client) {
+  for (const GrantRecord& g : h.grants)
+    if (g.client == client) return &g;
+  return nullptr;
+}
+
+TEST(RealFailover, ThePlanRunsAReplicaForRedisAndNotForRedlock) {
+  const Scenario sc = load_scenario("redis-async-failover");
+  EXPECT_FALSE(not_reproducible(sc, "redis").has_value());
+  EXPECT_FALSE(not_reproducible(load_scenario("redis-incr-token-failover"), "redis+incr").has_value());
+  Scenario r = sc;
+  r.config.replica = true;
+  const auto why = not_reproducible(r, "redlock");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("no replica"), std::string::npos) << *why;
+}
+
+TEST(RealFailover, TheAsyncFailoverIsUnsafeAsSimulatedWithClient2GrantedByThePromotedReplica) {
+  NEED_REDIS();
+  const std::string tmp = fresh_tmpdir("failover");
+  ASSERT_FALSE(tmp.empty());
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  const Scenario sc = load_scenario("redis-async-failover");
+  const RunOutput real = run_real(sc, "redis");
+  ::unsetenv("TMPDIR");
+  const RunOutput sim = run_scenario(sc, "redis");
+  EXPECT_EQ(real.verdict(), sim.verdict());
+  EXPECT_FALSE(real.check.safe);
+  const History& h = real.history;
+  const GrantRecord* g1 = grant_of(h, "client1");
+  const GrantRecord* g2 = grant_of(h, "client2");
+  ASSERT_NE(g1, nullptr);
+  ASSERT_NE(g2, nullptr);
+  // client1's key on redis1 only (its copy never reached replica1); client2's on replica1, once, after the
+  // crash at 500 ms and after the sentinel promoted it.
+  int on_redis1 = 0, on_replica1 = 0;
+  for (const auto& s : h.service_sets) {
+    if (s.value == g1->value) {
+      EXPECT_EQ(s.node, "redis1");
+      ++on_redis1;
+    }
+    if (s.value == g2->value) {
+      EXPECT_EQ(s.node, "replica1");
+      EXPECT_GT(s.time, 500ms);
+      ++on_replica1;
+    }
+  }
+  EXPECT_EQ(on_redis1, 1);
+  EXPECT_EQ(on_replica1, 1);
+  const auto promoted = std::find_if(real.trace.begin(), real.trace.end(),
+                                     [](const TraceEvent& e) { return e.label == "+promoted-slave"; });
+  ASSERT_NE(promoted, real.trace.end());
+  EXPECT_LE(promoted->time, g2->granted + 100ms);
+  EXPECT_TRUE(no_children());
+  EXPECT_EQ(processes_with_tmpdir(tmp), 0);
+  EXPECT_TRUE(fs::is_empty(tmp));
+  fs::remove_all(tmp);
+}
+
+TEST(RealFailover, TheIncrTokenRepeatsAfterTheFailover) {
+  NEED_REDIS();
+  const Scenario sc = load_scenario("redis-incr-token-failover");
+  const RunOutput real = run_real(sc, "redis+incr");
+  const RunOutput sim = run_scenario(sc, "redis+incr");
+  EXPECT_EQ(real.verdict(), sim.verdict());
+  const GrantRecord* g1 = grant_of(real.history, "client1");
+  const GrantRecord* g2 = grant_of(real.history, "client2");
+  ASSERT_NE(g1, nullptr);
+  ASSERT_NE(g2, nullptr);
+  ASSERT_TRUE(g1->token && g2->token);
+  EXPECT_EQ(*g1->token, *g2->token);  // the promoted replica never saw client1's INCR
+  EXPECT_TRUE(no_children());
+}
+
+TEST(RealFailover, AReplicasCopyOfItsMastersRecordIsNotASetOnTheReplica) {
+  NEED_REDIS();
+  TempDir dir("locksim-test-copy-");
+  {
+    RedisServer master({"redis1"}, dir.path() + "/redis1");
+    master.start();
+    RedisOptions ro{"replica1"};
+    ro.replicaof = master.port();
+    RedisServer replica(ro, dir.path() + "/replica1");
+    replica.start();
+    RecordListener lm("redis1", master.port()), lr("replica1", replica.port());
+    lm.wait_subscribed();
+    lr.wait_subscribed();
+    for (int i = 0; i < 500 && replica.info("replication", "master_link_status") != "up"; ++i) ::usleep(10'000);
+    ASSERT_EQ(replica.info("replication", "master_link_status"), "up");
+    const auto note = [](const std::string&, const std::string&) {};
+    const redis::Command set{.op = redis::Op::set_nx, .key = "lock", .value = "v1", .ttl = 10s};
+    // The acquire script on the master: its PUBLISH is replicated, and replica1's subscribers get the copy.
+    RedisLink to_master({master.port()}, {}, 1s, mono_ns(), 1, note);
+    const auto a = to_master.request(set, "acquire-sent");
+    ASSERT_TRUE(a && a->ok);
+    for (int i = 0; i < 200 && (lr.copies() == 0 || lm.records().empty()); ++i) ::usleep(10'000);
+    EXPECT_EQ(lr.copies(), 1u);
+    EXPECT_TRUE(lr.records().empty());
+    ASSERT_EQ(lm.records().size(), 1u);
+    EXPECT_EQ(lm.records()[0].node, "redis1");
+    EXPECT_EQ(lm.records()[0].value, "v1");
+    // Promoted, replica1's own set is its own record.
+    replica.command({"REPLICAOF", "NO", "ONE"});
+    RedisLink to_replica({replica.port()}, {}, 1s, mono_ns(), 2, note);
+    const auto b =
+        to_replica.request({.op = redis::Op::set_nx, .key = "lock2", .value = "v2", .ttl = 10s}, "acquire-sent");
+    ASSERT_TRUE(b && b->ok);
+    for (int i = 0; i < 200 && lr.records().empty(); ++i) ::usleep(10'000);
+    ASSERT_EQ(lr.records().size(), 1u);
+    EXPECT_EQ(lr.records()[0].node, "replica1");
+    EXPECT_EQ(lr.records()[0].value, "v2");
+  }
+  EXPECT_TRUE(no_children());
+}
+
+TEST(RealFailover, ASentinelThatNeverSeesItsReplicaLeavesNothing) {
+  NEED_REDIS();
+  const std::string tmp = fresh_tmpdir("nosentinel");
+  ASSERT_FALSE(tmp.empty());
+  std::string what;
+  {
+    // A master with no replica: the sentinel never lists one.
+    RedisServer master({"redis1"}, tmp + "/redis1");
+    master.start();
+    RedisSentinel s(tmp + "/sentinel1", master.port(), 1000, 2000);
+    try {
+      s.start(1, 1000);
+    } catch (const StartError& e) {
+      what = e.what();
+    }
+    EXPECT_EQ(s.pid(), -1);
+  }
+  EXPECT_NE(what.find("did not list 1 replica"), std::string::npos) << what;
+  EXPECT_TRUE(no_children());
+  EXPECT_EQ(processes_with_tmpdir(tmp), 0);
+  fs::remove_all(tmp);
+}
+
+TEST(RealFailover, CtrlCWithAReplicaAndASentinelKillsEverything) {
+  NEED_REDIS();
+  const std::string tmp = fresh_tmpdir("sigint-failover");
+  ASSERT_FALSE(tmp.empty());
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("TMPDIR", tmp.c_str(), 1);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(LOCKSIM_BINARY, LOCKSIM_BINARY, "reality", "redis-async-failover", "-p", "redis",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // locksim, redis1, replica1, sentinel1 and the clients: the run has begun.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (processes_with_tmpdir(tmp) < 6 && std::chrono::steady_clock::now() < deadline) ::usleep(20'000);
+  EXPECT_GE(processes_with_tmpdir(tmp), 6);
+  ::usleep(300'000);
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  ::usleep(100'000);
+  EXPECT_EQ(processes_with_tmpdir(tmp), 0);
+  EXPECT_TRUE(fs::is_empty(tmp));
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace locksim::reality
