@@ -84,32 +84,9 @@ TEST(RealCleanup, ARunLeavesNoProcessPortOrFolder) {
 TEST(RealCleanup, CtrlCInTheMiddleOfARunKillsEverything) {
   if (find_program("redis-server").empty())
     GTEST_SKIP() << "redis-server is not installed (apt-get install redis-server)";
-  const std::string tmp = fresh_tmpdir("sigint");
-  ASSERT_FALSE(tmp.empty());
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::setenv("TMPDIR", tmp.c_str(), 1);
-    const int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    ::execl(LOCKSIM_BINARY, LOCKSIM_BINARY, "reality", "kleppmann-gc-pause", "-p", "redlock", "--time-scale",
-            "0.5", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  // Five servers up, client1 acquired and paused (SIGSTOP) for 7.5 s: the middle of the run.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (processes_with_tmpdir(tmp) < 7 && std::chrono::steady_clock::now() < deadline) ::usleep(20'000);
-  EXPECT_GE(processes_with_tmpdir(tmp), 7);  // locksim, 5 redis-server, at least 1 client
-  ::usleep(300'000);
-  ::kill(pid, SIGINT);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130);
-  ::usleep(100'000);  // orphans (there should be none) would still show
-  EXPECT_EQ(processes_with_tmpdir(tmp), 0);
-  EXPECT_TRUE(fs::is_empty(tmp));
-  fs::remove_all(tmp);
+  // Five servers up, client1 acquired and paused (SIGSTOP) for 7.5 s: the middle of the run. Processes:
+  // locksim, 5 redis-server, at least 1 client.
+  interrupt_mid_run("sigint", {"reality", "kleppmann-gc-pause", "-p", "redlock", "--time-scale", "0.5"}, 7);
 }
 
 }  // namespace

@@ -3,16 +3,21 @@
 // server.
 #pragma once
 
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "reality/children.hpp"
 
@@ -62,6 +67,43 @@ inline int processes_with_tmpdir(const std::string& dir) {
       }
   }
   return n;
+}
+
+/// Ctrl-C in the middle of a run: `locksim ARGS` with TMPDIR=<a fresh folder>, waited for (at most 15 s)
+/// until at least `processes` processes work under the folder (the servers and clients of the run), then
+/// `grace` more, then SIGINT. locksim must exit 130 and, once orphans had 3 s to go (there should be none; a
+/// postmaster's backends leave just after it), leave no process and nothing in the folder.
+inline void interrupt_mid_run(const char* tag, const std::vector<std::string>& args, int processes,
+                              std::chrono::milliseconds grace = std::chrono::milliseconds(300)) {
+  namespace fs = std::filesystem;
+  const std::string tmp = fresh_tmpdir(tag);
+  ASSERT_FALSE(tmp.empty());
+  std::vector<const char*> argv{LOCKSIM_BINARY};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("TMPDIR", tmp.c_str(), 1);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::execv(LOCKSIM_BINARY, const_cast<char* const*>(argv.data()));
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (processes_with_tmpdir(tmp) < processes && std::chrono::steady_clock::now() < deadline)
+    ::usleep(20'000);
+  EXPECT_GE(processes_with_tmpdir(tmp), processes);
+  ::usleep(static_cast<useconds_t>(grace.count() * 1000));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  for (int i = 0; i < 150 && processes_with_tmpdir(tmp) > 0; ++i) ::usleep(20'000);
+  EXPECT_EQ(processes_with_tmpdir(tmp), 0);
+  EXPECT_TRUE(fs::is_empty(tmp));
+  fs::remove_all(tmp);
 }
 
 }  // namespace locksim::reality::leftovers

@@ -20,9 +20,9 @@
 #include <string>
 #include <thread>
 
+#include "leftovers.hpp"
 #include "locksim/scenarios/catalog.hpp"
 #include "locksim/scenarios/loader.hpp"
-#include "leftovers.hpp"
 #include "reality/children.hpp"
 #include "reality/plan.hpp"
 #include "reality/proxy.hpp"

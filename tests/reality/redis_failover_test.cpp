@@ -1,7 +1,8 @@
 // A Redis master with an asynchronous replica and a sentinel, for real: redis1 replicates to replica1 through
 // the proxy with the scenario's replication_delay, redis1 is SIGKILLed before the lock key reached replica1,
-// the real sentinel promotes replica1 and client2 acquires there. Also: a replica's copy of its master's grant
-// record is not a set on the replica, and nothing is left behind (a run, Ctrl-C, a sentinel that does not start).
+// the real sentinel promotes replica1 and client2 acquires there. Also: a replica's copy of its master's
+// grant record is not a set on the replica, and nothing is left behind (a run, Ctrl-C, a sentinel that does
+// not start).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -120,7 +121,8 @@ TEST(RealFailover, AReplicasCopyOfItsMastersRecordIsNotASetOnTheReplica) {
     RecordListener lm("redis1", master.port()), lr("replica1", replica.port());
     lm.wait_subscribed();
     lr.wait_subscribed();
-    for (int i = 0; i < 500 && replica.info("replication", "master_link_status") != "up"; ++i) ::usleep(10'000);
+    for (int i = 0; i < 500 && replica.info("replication", "master_link_status") != "up"; ++i)
+      ::usleep(10'000);
     ASSERT_EQ(replica.info("replication", "master_link_status"), "up");
     const auto note = [](const std::string&, const std::string&) {};
     const redis::Command set{.op = redis::Op::set_nx, .key = "lock", .value = "v1", .ttl = 10s};
@@ -137,8 +139,8 @@ TEST(RealFailover, AReplicasCopyOfItsMastersRecordIsNotASetOnTheReplica) {
     // Promoted, replica1's own set is its own record.
     replica.command({"REPLICAOF", "NO", "ONE"});
     RedisLink to_replica({replica.port()}, {}, 1s, mono_ns(), 2, note);
-    const auto b =
-        to_replica.request({.op = redis::Op::set_nx, .key = "lock2", .value = "v2", .ttl = 10s}, "acquire-sent");
+    const auto b = to_replica.request({.op = redis::Op::set_nx, .key = "lock2", .value = "v2", .ttl = 10s},
+                                      "acquire-sent");
     ASSERT_TRUE(b && b->ok);
     for (int i = 0; i < 200 && lr.records().empty(); ++i) ::usleep(10'000);
     ASSERT_EQ(lr.records().size(), 1u);
@@ -173,33 +175,8 @@ TEST(RealFailover, ASentinelThatNeverSeesItsReplicaLeavesNothing) {
 
 TEST(RealFailover, CtrlCWithAReplicaAndASentinelKillsEverything) {
   NEED_REDIS();
-  const std::string tmp = fresh_tmpdir("sigint-failover");
-  ASSERT_FALSE(tmp.empty());
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::setenv("TMPDIR", tmp.c_str(), 1);
-    const int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
-    ::execl(LOCKSIM_BINARY, LOCKSIM_BINARY, "reality", "redis-async-failover", "-p", "redis",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  // locksim, redis1, replica1, sentinel1 and the clients: the run has begun.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while (processes_with_tmpdir(tmp) < 6 && std::chrono::steady_clock::now() < deadline) ::usleep(20'000);
-  EXPECT_GE(processes_with_tmpdir(tmp), 6);
-  ::usleep(300'000);
-  ::kill(pid, SIGINT);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130);
-  ::usleep(100'000);
-  EXPECT_EQ(processes_with_tmpdir(tmp), 0);
-  EXPECT_TRUE(fs::is_empty(tmp));
-  fs::remove_all(tmp);
+  // Processes: locksim, redis1, replica1, sentinel1 and the clients: the run has begun.
+  interrupt_mid_run("sigint-failover", {"reality", "redis-async-failover", "-p", "redis"}, 6);
 }
 
 }  // namespace
