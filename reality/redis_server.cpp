@@ -20,9 +20,7 @@
 
 namespace locksim::reality {
 
-namespace {
-
-redisContext* connect(std::uint16_t port, int timeout_ms) {
+redisContext* redis_connect(std::uint16_t port, int timeout_ms) {
   timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
   if (c == nullptr) return nullptr;
@@ -32,8 +30,6 @@ redisContext* connect(std::uint16_t port, int timeout_ms) {
   }
   return c;
 }
-
-}  // namespace
 
 RedisServer::RedisServer(RedisOptions opts, std::string dir) : opts_(std::move(opts)), dir_(std::move(dir)) {
   ::mkdir(dir_.c_str(), 0700);
@@ -104,7 +100,7 @@ void RedisServer::start() {
       throw StartError(fmt::format("{}: redis-server exited at start-up (port {}):\n{}", opts_.name, port_,
                                    log_tail(log)));
     }
-    if (redisContext* c = connect(port_, 100)) {
+    if (redisContext* c = redis_connect(port_, 100)) {
       auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
       const bool ok = r != nullptr && r->type == REDIS_REPLY_STATUS && std::string(r->str) == "PONG";
       if (r) freeReplyObject(r);
@@ -128,7 +124,7 @@ void RedisServer::kill() {
 }
 
 void RedisServer::command(const std::vector<std::string>& args) {
-  redisContext* c = connect(port_, 1000);
+  redisContext* c = redis_connect(port_, 1000);
   if (!c) throw StartError(fmt::format("{}: cannot connect to 127.0.0.1:{}", opts_.name, port_));
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
@@ -146,7 +142,7 @@ void RedisServer::command(const std::vector<std::string>& args) {
 }
 
 std::string RedisServer::info(const std::string& section, const std::string& field) const {
-  redisContext* c = connect(port_, 500);
+  redisContext* c = redis_connect(port_, 500);
   if (!c) return {};
   auto* r = static_cast<redisReply*>(redisCommand(c, "INFO %s", section.c_str()));
   std::string out;
@@ -197,7 +193,7 @@ std::vector<SetRecord> RecordListener::records() const {
 
 void RecordListener::loop() {
   while (!stop_) {
-    redisContext* c = connect(port_, 200);
+    redisContext* c = redis_connect(port_, 200);
     if (!c) {
       ::usleep(5'000);
       continue;

@@ -18,7 +18,12 @@
 
 #include "locksim/sim/storage.hpp"
 
+struct redisContext;
+
 namespace locksim::reality {
+
+/// A hiredis connection to 127.0.0.1:port, made within `timeout_ms`; null when it cannot be made.
+redisContext* redis_connect(std::uint16_t port, int timeout_ms);
 
 struct RedisOptions {
   std::string name;  ///< redis1..redisN, as in the simulated world
@@ -69,7 +74,6 @@ struct SetRecord {
   std::int64_t real_ns = 0;
   std::string node, key, value;
 };
-
 
 /// Subscribes to locksim:sets on one server, reconnecting after a crash, until stopped. A message naming
 /// another server's port is a replica's copy of its master's record (scripts' effects, PUBLISH included, are

@@ -21,14 +21,11 @@ namespace locksim::reality {
 
 namespace {
 
+/// A connection whose commands time out after `timeout_ms` too.
 redisContext* connect(std::uint16_t port, int timeout_ms) {
-  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
+  redisContext* c = redis_connect(port, timeout_ms);
   if (c == nullptr) return nullptr;
-  if (c->err) {
-    redisFree(c);
-    return nullptr;
-  }
+  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   redisSetTimeout(c, tv);
   return c;
 }
@@ -113,8 +110,8 @@ void RedisSentinel::start(std::size_t replicas, std::int64_t wait_ms) {
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       forget_child(pid_);
       pid_ = -1;
-      throw StartError(
-          fmt::format("sentinel1: redis-server --sentinel exited at start-up (port {}):\n{}", port_, log_tail(log)));
+      throw StartError(fmt::format("sentinel1: redis-server --sentinel exited at start-up (port {}):\n{}",
+                                   port_, log_tail(log)));
     }
     if (replicas_known(port_) >= static_cast<int>(replicas)) return;
     if (mono_ns() > deadline || interrupted()) {
