@@ -3,7 +3,7 @@
 // the hosts) instead of being lost; when the link opens again (its partitions heal) the link's held messages
 // go out in the order they were sent, each with a delay the link draws from the heal, each arriving after
 // the one before it. One whose sender or receiver crashed or restarted meanwhile is dropped at the heal: its
-// connection is gone. Nothing here runs when messages that meet a cut are lost (the default).
+// connection is gone. When messages that meet a cut are lost (the default), only cut_in_flight() runs here.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,9 +19,9 @@ void World::hold(Message&& m, std::string_view why) {
   held_[link].push_back(std::move(m));
 }
 
-Process* World::hold_in_flight(std::uint32_t slot) {
+Process* World::cut_in_flight(std::uint32_t slot) {
   const Message& m = messages_.items[slot];
-  if (is_refusal(m)) {  // a reset is not retransmitted
+  if (!network_.holds() || is_refusal(m)) {  // (a reset is not retransmitted)
     record(TraceKind::drop, m.to, m.from, m.id, m.type, "partition in flight");
     messages_.drop(slot);
     return nullptr;

@@ -56,7 +56,7 @@ Fate Network::decide_general(ProcId from, ProcId to, Time now) {
     fate.why = "loss";
     return fate;
   }
-  const Duration extra = spike_extra(from, to, now);
+  const Duration extra = spikes_.empty() ? Duration{0} : spike_extra(from, to, now);
   auto one = [&] {
     Duration d = l.delay.sample(rng_) + extra;
     if (l.reorder_ppm != 0 && rng_.chance(l.reorder_ppm, 1'000'000)) d += rng_.uniform(0ns, l.reorder_extra);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "locksim/sim/distribution.hpp"
+#include "locksim/sim/inline.hpp"
 #include "locksim/sim/random.hpp"
 #include "locksim/sim/time.hpp"
 #include "locksim/sim/trace.hpp"
@@ -129,7 +130,7 @@ class Network {
   Fate decide_general(ProcId from, ProcId to, Time now);
   /// The extra delay of the spikes in force on the link from -> to (hosts); counts them down.
   Duration spike_extra(ProcId from, ProcId to, Time now);
-  const LinkOptions& options_of(ProcId from, ProcId to) const {
+  LOCKSIM_ALWAYS_INLINE const LinkOptions& options_of(ProcId from, ProcId to) const {
     auto it = opts_.links.find({from, to});
     return it != opts_.links.end() ? it->second : opts_.defaults;
   }

@@ -458,12 +458,8 @@ LOCKSIM_ALWAYS_INLINE Process* World::deliver(std::uint32_t slot) {
     return nullptr;
   }
   // A link cut now loses the packet, however the network looked when it left (the send checked too).
-  if (network_.any_cut() && network_.blocked(m.from, m.to)) [[unlikely]] {
-    if (network_.holds()) return hold_in_flight(slot);
-    record(TraceKind::drop, p.id, m.from, m.id, m.type, "partition in flight");
-    messages_.drop(slot);
-    return nullptr;
-  }
+  if (network_.any_cut() && network_.blocked(m.from, m.to)) [[unlikely]]
+    return cut_in_flight(slot);
   ++delivered_;
   record_of(TraceKind::deliver, p, m.from, m.id, m.type);
   const bool wanted = p.waiting_receive && (p.filter == nullptr || (*p.filter)(m));
@@ -487,8 +483,7 @@ Process* World::refuse(Process& p, std::uint32_t slot) {
   // A packet on a cut link never reaches the host; a host that is down answers nothing; a refusal is not
   // answered (its sender may be down too).
   if (network_.any_cut() && network_.blocked(m.from, m.to)) {
-    if (network_.holds()) return hold_in_flight(slot);  // the host answers when it gets it, at the heal
-    record(TraceKind::drop, p.id, m.from, m.id, m.type, "partition in flight");
+    return cut_in_flight(slot);  // held, the host answers when it gets it: at the heal
   } else if (host.host_down || is_refusal(m)) {
     record(TraceKind::drop, p.id, m.from, m.id, m.type, host.host_down ? "receiver's host down" : why);
   } else {

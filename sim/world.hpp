@@ -400,8 +400,9 @@ class World {
   /// Keep m, which met a cut link, until the link opens; `why` says where it met the cut (the trace's
   /// detail).
   [[gnu::cold, gnu::noinline]] void hold(Message&& m, std::string_view why);
-  /// The message in `slot` arrived on a cut link: held, or a refusal (a reset is not retransmitted) lost.
-  [[gnu::cold, gnu::noinline]] Process* hold_in_flight(std::uint32_t slot);
+  /// The message in `slot` arrived on a cut link: lost ("partition in flight"), or held when the network
+  /// holds what meets a cut (but a refusal even then: a reset is not retransmitted).
+  [[gnu::cold, gnu::noinline]] Process* cut_in_flight(std::uint32_t slot);
   /// The links `opened` opened again: their held messages go out, each link's in the order they were sent.
   [[gnu::cold, gnu::noinline]] void release_held(const Network::Links& opened);
   /// Why held message m cannot go out at a heal (its connection is gone: an end crashed or restarted since
