@@ -95,6 +95,9 @@ std::vector<std::string> orphan_grants(const RunOutput& run);
 /// Whether a trace event is one the story is told with (the text report's event list, `run --step`'s `s`): a
 /// client's acquisitions, checks, writes and their answers, releases, and every fault.
 bool is_story_event(const TraceEvent& ev);
+/// A `hold` event in words: "write from client1 HELD by the cut link (sent while the link was cut)", or its
+/// release "write from client1 released by the heal: arrives in 1ms". `peer`: the sender's name.
+std::string held_message_words(const TraceEvent& ev, std::string_view peer);
 
 struct JUnitCase {
   std::string scenario;  ///< becomes the test case's classname

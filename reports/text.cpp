@@ -31,10 +31,16 @@ bool is_story_event(const TraceEvent& ev) {
     case TraceKind::restart:
     case TraceKind::clock:
     case TraceKind::network:
+    case TraceKind::hold:
       return true;
     default:
       return false;
   }
+}
+
+std::string held_message_words(const TraceEvent& ev, std::string_view peer) {
+  if (ev.detail.starts_with("released")) return fmt::format("{} from {} {}", ev.label, peer, ev.detail);
+  return fmt::format("{} from {} HELD by the cut link ({})", ev.label, peer, ev.detail);
 }
 
 std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle style) {
@@ -96,6 +102,10 @@ std::string text_report(const RunOutput& run, const Scenario& sc, TextStyle styl
       case TraceKind::network:
         show = true;
         what = fmt::format("network {} {}", ev.label, ev.detail);
+        break;
+      case TraceKind::hold:
+        show = true;
+        what = held_message_words(ev, run.name_of(ev.peer));
         break;
       default:
         break;

@@ -427,6 +427,9 @@ std::string describe_event(const RunOutput& run, const TraceEvent& ev, TextStyle
     case TraceKind::limit:
       what = with_detail("the run stopped at the " + ev.label + " limit");
       break;
+    case TraceKind::hold:
+      what = held_message_words(ev, peer);
+      break;
   }
   std::string clocks;
   if (ev.proc.valid()) {

@@ -399,6 +399,7 @@ std::string scenario_to_toml(const Scenario& sc, const ReplayInfo* replay) {
   s += "\n[network]\n";
   link_lines(s, sc.network.defaults);
   if (sc.network.refuse_when_down) s += "connection_refused = true\n";
+  if (sc.network.cut_messages == CutMessages::held) s += "cut_messages = \"held\"\n";
   for (const LinkSpec& l : sc.links) {
     s += fmt::format("\n[[network.link]]\nfrom = {}\nto = {}\n", q(l.from), q(l.to));
     link_lines(s, l.options);

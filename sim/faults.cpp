@@ -193,16 +193,20 @@ PartitionId World::partition(const std::vector<ProcId>& a, const std::vector<Pro
 }
 
 void World::heal(PartitionId id) {
-  if (!network_.heal(id)) return;  // healed already (by a heal of all): nothing changes
+  Network::Links opened;  // (only looked for when messages are held)
+  if (!network_.heal(id, held_.empty() ? nullptr : &opened)) return;  // healed already (by a heal of all)
   auto it = partition_names_.find(id);
   record(TraceKind::network, {}, {}, 0, "heal", it->second);
   partition_names_.erase(it);
+  if (!opened.empty()) release_held(opened);
 }
 
 void World::heal() {
-  network_.heal_all();
+  Network::Links opened;
+  network_.heal_all(held_.empty() ? nullptr : &opened);
   partition_names_.clear();
   record(TraceKind::network, {}, {}, 0, "heal", "all");
+  if (!opened.empty()) release_held(opened);
 }
 
 std::uint64_t Repeat::bound(Time first) const {

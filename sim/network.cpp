@@ -17,12 +17,15 @@ PartitionId Network::cut(std::vector<std::pair<ProcId, ProcId>> links) {
   return id;
 }
 
-bool Network::heal(PartitionId id) {
+bool Network::heal(PartitionId id, Links* opened) {
   auto it = partitions_.find(id);
   if (it == partitions_.end()) return false;
   for (const auto& l : it->second) {
     auto b = blocked_.find(l);
-    if (--b->second == 0) blocked_.erase(b);
+    if (--b->second == 0) {
+      blocked_.erase(b);
+      if (opened != nullptr) opened->push_back(l);  // (a partition's links are sorted: so are these)
+    }
   }
   partitions_.erase(it);
   return true;
@@ -43,16 +46,35 @@ Fate Network::decide_general(ProcId from, ProcId to, Time now) {
   Fate fate;
   if (!blocked_.empty() && cut({from, to})) {
     fate.lost = true;
-    fate.why = "partition";
+    fate.held = holds();
+    fate.why = fate.held ? "held by the cut link" : "partition";
     return fate;
   }
-  auto it = opts_.links.find({from, to});
-  const LinkOptions& l = it != opts_.links.end() ? it->second : opts_.defaults;
+  const LinkOptions& l = options_of(from, to);
   if (l.loss_ppm != 0 && rng_.chance(l.loss_ppm, 1'000'000)) {
     fate.lost = true;
     fate.why = "loss";
     return fate;
   }
+  const Duration extra = spikes_.empty() ? Duration{0} : spike_extra(from, to, now);
+  auto one = [&] {
+    Duration d = l.delay.sample(rng_) + extra;
+    if (l.reorder_ppm != 0 && rng_.chance(l.reorder_ppm, 1'000'000)) d += rng_.uniform(0ns, l.reorder_extra);
+    return d;
+  };
+  fate.delays[fate.copies++] = one();
+  if (l.duplicate_ppm != 0 && rng_.chance(l.duplicate_ppm, 1'000'000)) fate.delays[fate.copies++] = one();
+  return fate;
+}
+
+Duration Network::held_delay(ProcId from, ProcId to, Time now) {
+  from = host(from);
+  to = host(to);
+  const Duration extra = spike_extra(from, to, now);
+  return options_of(from, to).delay.sample(rng_) + extra;
+}
+
+Duration Network::spike_extra(ProcId from, ProcId to, Time now) {
   Duration extra{0};
   for (auto s = spikes_.begin(); s != spikes_.end();) {
     const bool expired = now >= s->until;
@@ -70,14 +92,7 @@ Fate Network::decide_general(ProcId from, ProcId to, Time now) {
     }
     ++s;
   }
-  auto one = [&] {
-    Duration d = l.delay.sample(rng_) + extra;
-    if (l.reorder_ppm != 0 && rng_.chance(l.reorder_ppm, 1'000'000)) d += rng_.uniform(0ns, l.reorder_extra);
-    return d;
-  };
-  fate.delays[fate.copies++] = one();
-  if (l.duplicate_ppm != 0 && rng_.chance(l.duplicate_ppm, 1'000'000)) fate.delays[fate.copies++] = one();
-  return fate;
+  return extra;
 }
 
 }  // namespace locksim

@@ -186,7 +186,10 @@ inline std::uint64_t Context::send(ProcId to, Message m) {
   if (fate.copies == 1) [[likely]] {  // not lost, not duplicated
     w.push_event(w.now_ + fate.delays[0], World::EvKind::deliver, w.messages_.put(std::move(m)), dest);
   } else if (fate.lost) {
-    w.record(TraceKind::drop, to, proc_.id, id, m.type, fate.why);
+    if (fate.held) [[unlikely]]
+      w.hold(std::move(m), "sent while the link was cut");
+    else
+      w.record(TraceKind::drop, to, proc_.id, id, m.type, fate.why);
   } else {
     for (std::uint32_t i = 0; i < fate.copies; ++i) {
       if (i > 0) w.record(TraceKind::duplicate, to, proc_.id, id, m.type);

@@ -47,6 +47,8 @@ std::string_view to_string(TraceKind k) {
       return "note";
     case TraceKind::limit:
       return "limit";
+    case TraceKind::hold:
+      return "hold";
   }
   return "?";
 }

@@ -39,6 +39,9 @@ enum class TraceKind : std::uint8_t {
   fault,      ///< a fault of the plan fired
   note,       ///< an event logged by code inside the world (e.g. "acquired", "write")
   limit,      ///< the run stopped at a limit
+  /// a message met a cut link and is held until the link opens (NetworkOptions::cut_messages), or the heal
+  /// released it (the detail says which)
+  hold,
 };
 
 std::string_view to_string(TraceKind k);

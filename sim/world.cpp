@@ -458,11 +458,8 @@ LOCKSIM_ALWAYS_INLINE Process* World::deliver(std::uint32_t slot) {
     return nullptr;
   }
   // A link cut now loses the packet, however the network looked when it left (the send checked too).
-  if (network_.any_cut() && network_.blocked(m.from, m.to)) [[unlikely]] {
-    record(TraceKind::drop, p.id, m.from, m.id, m.type, "partition in flight");
-    messages_.drop(slot);
-    return nullptr;
-  }
+  if (network_.any_cut() && network_.blocked(m.from, m.to)) [[unlikely]]
+    return cut_in_flight(slot);
   ++delivered_;
   record_of(TraceKind::deliver, p, m.from, m.id, m.type);
   const bool wanted = p.waiting_receive && (p.filter == nullptr || (*p.filter)(m));
@@ -486,29 +483,33 @@ Process* World::refuse(Process& p, std::uint32_t slot) {
   // A packet on a cut link never reaches the host; a host that is down answers nothing; a refusal is not
   // answered (its sender may be down too).
   if (network_.any_cut() && network_.blocked(m.from, m.to)) {
-    record(TraceKind::drop, p.id, m.from, m.id, m.type, "partition in flight");
+    return cut_in_flight(slot);  // held, the host answers when it gets it: at the heal
   } else if (host.host_down || is_refusal(m)) {
     record(TraceKind::drop, p.id, m.from, m.id, m.type, host.host_down ? "receiver's host down" : why);
   } else {
     record(TraceKind::drop, p.id, m.from, m.id, m.type,
            p.state == ProcState::exited ? "receiver exited: connection refused"
                                         : "receiver crashed: connection refused");
-    Message r = Message::of(kConnectionRefusedType, ConnectionRefused{m.type});
-    r.id = next_msg_++;
-    r.reply_to = m.id;
-    r.from = p.id;
-    r.to = m.from;
-    record(TraceKind::send, p.id, r.to, r.id, r.type, "by the host");
-    const Fate fate = network_.decide(p.id, r.to, now_);
-    if (fate.lost) {
-      record(TraceKind::drop, r.to, p.id, r.id, r.type, fate.why);
-    } else {  // (a duplicated reset is one reset: the first copy)
-      const std::uint64_t dest = std::uint64_t{r.to.value} << 32;
-      push_event(now_ + fate.delays[0], EvKind::deliver, messages_.put(std::move(r)), dest);
-    }
+    send_refusal(p, m);
   }
   messages_.drop(slot);
   return nullptr;
+}
+
+void World::send_refusal(const Process& p, const Message& m) {
+  Message r = Message::of(kConnectionRefusedType, ConnectionRefused{m.type});
+  r.id = next_msg_++;
+  r.reply_to = m.id;
+  r.from = p.id;
+  r.to = m.from;
+  record(TraceKind::send, p.id, r.to, r.id, r.type, "by the host");
+  const Fate fate = network_.decide(p.id, r.to, now_);
+  if (fate.lost) {  // a reset is not retransmitted: one that meets a cut link is lost even when held
+    record(TraceKind::drop, r.to, p.id, r.id, r.type, fate.held ? "partition" : fate.why);
+  } else {  // (a duplicated reset is one reset: the first copy)
+    const std::uint64_t dest = std::uint64_t{r.to.value} << 32;
+    push_event(now_ + fate.delays[0], EvKind::deliver, messages_.put(std::move(r)), dest);
+  }
 }
 
 std::uint64_t World::discard_send(Process& p, ProcId to, const Message& m) {

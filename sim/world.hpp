@@ -393,6 +393,21 @@ class World {
   /// A message for a process that is not running, with refuse_when_down on: its host answers
   /// "conn-refused" (sim/network.hpp), unless the host is down or the link is cut.
   [[gnu::cold, gnu::noinline]] Process* refuse(Process& p, std::uint32_t slot);
+  /// p's host answers message m, which it will not take, with a "conn-refused" message (refuse()).
+  void send_refusal(const Process& p, const Message& m);
+
+  // Messages held by cut links (NetworkOptions::cut_messages = held; sim/held.cpp).
+  /// Keep m, which met a cut link, until the link opens; `why` says where it met the cut (the trace's
+  /// detail).
+  [[gnu::cold, gnu::noinline]] void hold(Message&& m, std::string_view why);
+  /// The message in `slot` arrived on a cut link: lost ("partition in flight"), or held when the network
+  /// holds what meets a cut (but a refusal even then: a reset is not retransmitted).
+  [[gnu::cold, gnu::noinline]] Process* cut_in_flight(std::uint32_t slot);
+  /// The links `opened` opened again: their held messages go out, each link's in the order they were sent.
+  [[gnu::cold, gnu::noinline]] void release_held(const Network::Links& opened);
+  /// Why held message m cannot go out at a heal (its connection is gone: an end crashed or restarted since
+  /// it was sent), or nullptr.
+  const char* connection_reset(const Message& m);
   [[gnu::cold, gnu::noinline]] std::uint64_t discard_send(Process& p, ProcId to, const Message& m);
   void kill_fiber(Process& p);
   [[noreturn, gnu::cold]] static void went_on_after_its_end(Process& p);
@@ -446,6 +461,9 @@ class World {
   std::map<std::string, ProcId, std::less<>> names_;
   std::vector<Fault> faults_;
   std::map<PartitionId, std::string> partition_names_;  ///< partitions in force: their trace names
+  /// Messages held by cut links, by directed link between hosts (as Network::blocked() looks at it), in the
+  /// order they met the cut (released in the order they were sent: by id).
+  std::map<std::pair<ProcId, ProcId>, std::vector<Message>> held_;
   /// Per planned fault: how its trigger and repetition stand, and its own random streams (made when first
   /// needed: a fault with no jitter and no picks draws nothing and derives nothing).
   struct FaultState {

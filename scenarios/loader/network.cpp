@@ -17,6 +17,10 @@ constexpr FieldDoc kNetworkFields[] = {
      "once by its host with a refusal, as TCP answers a closed port with a reset; false: silence until the "
      "sender's timeout. A host that lost power (crash with power_loss) answers nothing either way; a paused "
      "process still accepts and buffers"},
+    {"cut_messages", "\"lost\" | \"held\"", "\"lost\"",
+     "what a link cut by a partition does to a message that meets it, when sent or when it arrives: lost (a "
+     "datagram's fate, or a connection's that gave up), or held as TCP holds a stream's bytes and delivered "
+     "after the heal, in the order sent (dropped if its sender or receiver crashed or restarted meanwhile)"},
     {"link", "array of tables", "", "per-link overrides: [[network.link]]"},
 };
 constexpr FieldDoc kLinkFields[] = {
@@ -57,6 +61,9 @@ void Loader::network(const Tab& root, Scenario& s) const {
     only_schema(*n, "network");
     link_options(*n, s.network.defaults);
     if (auto v = boolean(*n, "connection_refused")) s.network.refuse_when_down = *v;
+    if (auto v = enumeration<CutMessages>(*n, "cut_messages",
+                                          {{"lost", CutMessages::lost}, {"held", CutMessages::held}}))
+      s.network.cut_messages = *v;
     for (const Tab& l : table_array(*n, "link")) {
       only_schema(l, "network.link");
       LinkSpec spec;
