@@ -13,13 +13,13 @@
 /// (pg_client.hpp): AcquireLease in one serializable transaction, the returned Expires (the database's
 /// clock) the deadline on the client's own wall clock (variant monotonic-deadline: ttl from before BEGIN on
 /// its monotonic clock), release = owner '' for the owner with its token. The ZooKeeper client (zookeeper,
-/// zookeeper+fence) runs the simulated client's own LockRecipe (protocols/zookeeper/lock_recipe.hpp, Curator's
-/// InterProcessMutex) over the C client (zk_client.hpp): the lowest ephemeral sequential node holds, believed
-/// until the session is known Expired, its czxid the token; `ports` are the ensemble's client ports. The etcd
-/// client (lease, lease+fence) is a small, faithful copy of protocols/raft/lease.cpp's LeaseClient over etcd's
-/// v3 JSON gateway (etcd_client.hpp), not shared yet: a lease of the TTL valid from sending the grant, the
-/// lock key created in a txn if absent, its create revision the token, a keep-alive when one is due at a
-/// lease check, release = revoke.
+/// zookeeper+fence) runs the simulated client's own LockRecipe (protocols/zookeeper/lock_recipe.hpp,
+/// Curator's InterProcessMutex) over the C client (zk_client.hpp): the lowest ephemeral sequential node
+/// holds, believed until the session is known Expired, its czxid the token; `ports` are the ensemble's client
+/// ports. The etcd client (lease, lease+fence) is a small, faithful copy of protocols/raft/lease.cpp's
+/// LeaseClient over etcd's v3 JSON gateway (etcd_client.hpp), not shared yet: a lease of the TTL valid from
+/// sending the grant, the lock key created in a txn if absent, its create revision the token, a keep-alive
+/// when one is due at a lease check, release = revoke.
 ///
 /// Lines to the parent (times are ns since the run's start on CLOCK_MONOTONIC):
 ///   note T LABEL DETAIL            (then reads one ack byte)

@@ -177,7 +177,8 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
         for (const std::string& n : *side)
           if (n == "replica1" || n == "sentinel1")
             return fmt::format("line {}: a partition naming {} is not run for real yet", f.line, n);
-      if (f.fault.kind == Fault::Kind::restart || (f.fault.kind == Fault::Kind::crash && f.fault.duration > 0ns))
+      if (f.fault.kind == Fault::Kind::restart ||
+          (f.fault.kind == Fault::Kind::crash && f.fault.duration > 0ns))
         return fmt::format(
             "line {}: a Redis master restarted beside a replica and a sentinel is not run for real yet",
             f.line);

@@ -210,7 +210,7 @@ std::uint32_t RedisLink::round(const redis::Command& c, std::string_view label, 
   note(label, fmt::format("key={} value={} nodes={}", c.key, c.value, ports_.size()));
   std::uint32_t votes = 0;
   for (const auto& a : collect(c, sent, deadline)) votes += a && a->ok ? 1 : 0;
-  // A node cut off (or not reached) never answers: the round waits its deadline out, as over a partition.
+  // A node cut off never answers: the round waits its deadline out, as over a partition.
   if (to.size() < ports_.size() && now() < deadline) sleep(deadline - now());
   return votes;
 }

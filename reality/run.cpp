@@ -263,12 +263,13 @@ void RealRun::start_replica(const ProtocolConfig& cfg) {
   names_.push_back("sentinel1");
   out_.servers.push_back("replica1");
   out_.servers.push_back("sentinel1");
-  trace(TraceKind::note, "sentinel1", "sentinel",
-        fmt::format("replica1 synced through port {} in {:.0f} ms; sentinel on port {} knew it {:.0f} ms later "
-                    "(down-after-milliseconds {})",
-                    ro.replicaof, static_cast<double>(synced - sync_start) / 1e6, sentinel_->port(),
-                    static_cast<double>(mono_ns() - synced) / 1e6, down_after),
-        0);
+  trace(
+      TraceKind::note, "sentinel1", "sentinel",
+      fmt::format("replica1 synced through port {} in {:.0f} ms; sentinel on port {} knew it {:.0f} ms later "
+                  "(down-after-milliseconds {})",
+                  ro.replicaof, static_cast<double>(synced - sync_start) / 1e6, sentinel_->port(),
+                  static_cast<double>(mono_ns() - synced) / 1e6, down_after),
+      0);
 }
 
 void RealRun::lag_replication(const ProtocolConfig& cfg) {
