@@ -95,8 +95,8 @@ void RealRun::assemble() {
   }
   if (etcd_)
     for (const LeaseRecord& l : etcd_->records()) {
-      h.service_sets.push_back({Time{l.mono_ns - t0_}, l.node, l.key, l.lease});
-      trace(TraceKind::note, l.node, "created",
+      h.service_sets.push_back({Time{l.mono_ns - t0_}, l.node, sc_.lock_key, l.lease});
+      trace(TraceKind::note, l.node, "holder",
             fmt::format("key={} lease={} revision={}", l.key, l.lease, l.revision), l.mono_ns - t0_);
     }
   if (zk_)

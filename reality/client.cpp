@@ -41,7 +41,10 @@ class Client {
   explicit Client(const ClientPlan& p)
       : p_(p), rng_(static_cast<std::uint64_t>(real_ns()) ^ (static_cast<std::uint64_t>(::getpid()) << 32)) {
     if (etcd()) {
-      etcd_ = std::make_unique<EtcdCalls>(p.ports, kEtcdTimeoutMs);
+      etcd_ = std::make_unique<EtcdLink>(p.ports, kEtcdTimeout, p.t0, rng_.next(),
+                                         [this](const std::string& l, const std::string& d) { note(l, d); });
+      lease_algo_.emplace(p.config.keepalive_interval, raft::acquire_timeout(p.config),
+                          raft::trusts_reply(p.config));
     } else if (db()) {
       // One transaction is bounded by rpc_timeout, or by the TTL (cirello.io/pglock's rule).
       const Duration tx = p.config.rpc_timeout > 0ns ? p.config.rpc_timeout : p.config.ttl;
@@ -121,8 +124,8 @@ class Client {
         break;
       case K::check:
         checked_ = now();
-        if (etcd_) lease_believes_valid();
-        if (lease_.lost || !db_believes_valid() || (zk_ && !zk_recipe_->believes_valid(*zk_, *zk_grant_))) {
+        if ((etcd_ && !lease_algo_->believes_valid(*etcd_, *lease_grant_)) || !db_believes_valid() ||
+            (zk_ && !zk_recipe_->believes_valid(*zk_, *zk_grant_))) {
           note("expired", "lease no longer valid before write; not writing");
           lose("expired");
         } else {
@@ -215,7 +218,7 @@ class Client {
     if (zk_)
       zk_recipe_->release(*zk_, *zk_grant_);  // deletes the lock node; the session stays open
     else if (etcd_)
-      etcd_->revoke(g.value);  // revoking the lease deletes the key it holds, and only if it still does
+      lease_algo_->release(*etcd_, *lease_grant_);  // unlock the key, then revoke the lease
     else if (pg_)
       db_algo_->release(*pg_, *db_grant_);  // only while the row names this owner (and token)
     else
@@ -223,32 +226,17 @@ class Client {
     note("released");
   }
 
-  /// protocols/raft/lease.cpp's LeaseClient::acquire, one attempt: a lease of the TTL (whole seconds, etcd's
-  /// unit), valid from when the grant was sent; the lock key created under it if absent (a txn comparing its
-  /// create revision with 0), whose create revision is the token. The simulated client queues for the key
-  /// and keeps its lease alive while it waits; this one gives its lease back and the caller retries after
-  /// the scenario's retry delay (etcd's gateway has no blocking lock call).
+  /// LeaseAlgorithm::acquire (protocols/raft/lease_algorithm.hpp), the simulated client's own, over etcd's
+  /// v3 gateway (etcd_client.hpp): a lease of the TTL, valid from when the grant was sent, kept alive while
+  /// the v3lock Lock call waits for the key name/<lease> to hold; its create revision is the token.
   std::optional<Grant> lease_acquire() {
-    const std::int64_t ttl_s = (p_.config.ttl.count() + 999'999'999) / 1'000'000'000;
-    const std::int64_t sent = now();
-    const std::optional<EtcdLease> lease = etcd_->grant(ttl_s);
-    if (!lease) return std::nullopt;
-    note("acquire-sent", fmt::format("{} lease={}", p_.lock_key, lease->id));
-    const std::optional<std::uint64_t> rev = etcd_->create(p_.lock_key, lease->id, lease->id);
-    if (!rev || *rev == 0) {
-      etcd_->revoke(lease->id);  // best effort; the TTL cleans up otherwise
-      return std::nullopt;
-    }
-    // The parent acks this note once etcd's own watch event for the creation reached it: the service record
+    std::optional<locksim::Grant> g = lease_algo_->acquire(*etcd_, p_.lock_key, p_.config.ttl);
+    if (!g) return std::nullopt;
+    // The parent acks this note once etcd's own watch events made the key the holder: the service record
     // precedes the moment the client counts itself granted.
-    note("acquire-committed", fmt::format("lease={} revision={}", lease->id, *rev));
-    const std::int64_t ttl = lease->ttl_s * 1'000'000'000;
-    if (now() >= sent + ttl) {  // the lease ran out on this client's clock before the answer came
-      etcd_->revoke(lease->id);
-      return std::nullopt;
-    }
-    lease_ = LeaseState{ttl, sent + keepalive_interval(ttl), false};
-    return Grant{0, lease->id, *rev, sent + ttl};
+    note("acquire-committed", fmt::format("lease={} revision={}", g->lease_id, token_text(g->token)));
+    lease_grant_ = std::move(g);
+    return Grant{0, lease_grant_->value, lease_grant_->token, lease_grant_->valid_until.count()};
   }
 
   /// LockRecipe::acquire (protocols/zookeeper/lock_recipe.hpp), the simulated client's own, over the C
@@ -263,25 +251,6 @@ class Client {
     note("acquire-committed", fmt::format("czxid={} session={}", g->value, g->lease_id));
     zk_grant_ = std::move(g);
     return Grant{0, zk_grant_->value, zk_grant_->token, INT64_MAX};
-  }
-
-  std::int64_t keepalive_interval(std::int64_t ttl) const {
-    return p_.config.keepalive_interval.count() > 0 ? p_.config.keepalive_interval.count() : ttl / 3;
-  }
-
-  /// LeaseClient::believes_valid: a due keep-alive first (validity from its send), then the local clock.
-  void lease_believes_valid() {
-    if (lease_.lost || now() >= held_->valid_until || now() < lease_.keepalive_due) return;
-    const std::int64_t sent = now();
-    const std::optional<bool> alive = etcd_->keepalive(held_->value);
-    if (!alive) {
-      lease_.keepalive_due = now();  // unreachable: try again at the next chance
-    } else if (*alive) {
-      held_->valid_until = std::max(held_->valid_until, sent + lease_.ttl);
-      lease_.keepalive_due = sent + keepalive_interval(lease_.ttl);
-    } else {
-      lease_.lost = true;
-    }
   }
 
   /// LeaseAlgorithm::acquire (protocols/dblease/lease_algorithm.hpp), the simulated client's own, over
@@ -360,26 +329,22 @@ class Client {
   }
 
   static constexpr std::int64_t kGiveUpNever = INT64_MAX;
-  static constexpr long kEtcdTimeoutMs = 1000;  ///< per member and call; etcd's default election timeout
-
-  struct LeaseState {
-    std::int64_t ttl = 0, keepalive_due = 0;
-    bool lost = false;  ///< etcd said the lease is gone
-  };
+  static constexpr Duration kEtcdTimeout = 1s;  ///< per member and call; etcd's default election timeout
 
   const ClientPlan& p_;
   Rng rng_;  ///< the workload's draws (a real run is not replayed: seeded from the time and the pid)
   std::unique_ptr<RedisLink> redis_;
   std::optional<redis::SingleNodeAlgorithm> single_;
   std::optional<redis::RedlockAlgorithm> redlock_;
-  std::unique_ptr<EtcdCalls> etcd_;
+  std::unique_ptr<EtcdLink> etcd_;
+  std::optional<raft::LeaseAlgorithm> lease_algo_;
+  std::optional<locksim::Grant> lease_grant_;  ///< the algorithm's grant of the lease held
   std::unique_ptr<PgLink> pg_;
   std::optional<dblease::LeaseAlgorithm> db_algo_;
   std::optional<locksim::Grant> db_grant_;  ///< the algorithm's grant of the lease held
   std::unique_ptr<ZkLink> zk_;
   std::optional<zk::LockRecipe> zk_recipe_;
   std::optional<locksim::Grant> zk_grant_;  ///< the recipe's grant of the lock held
-  LeaseState lease_;
   int store_ = -1;
   std::optional<Grant> held_;
   bool lost_ = false;

@@ -16,10 +16,10 @@
 /// zookeeper+fence) runs the simulated client's own LockRecipe (protocols/zookeeper/lock_recipe.hpp,
 /// Curator's InterProcessMutex) over the C client (zk_client.hpp): the lowest ephemeral sequential node
 /// holds, believed until the session is known Expired, its czxid the token; `ports` are the ensemble's client
-/// ports. The etcd client (lease, lease+fence) is a small, faithful copy of protocols/raft/lease.cpp's
-/// LeaseClient over etcd's v3 JSON gateway (etcd_client.hpp), not shared yet: a lease of the TTL valid from
-/// sending the grant, the lock key created in a txn if absent, its create revision the token, a keep-alive
-/// when one is due at a lease check, release = revoke.
+/// ports. The etcd client (lease, lease+fence) runs the simulated client's own LeaseAlgorithm
+/// (protocols/raft/lease_algorithm.hpp) over etcd's v3 JSON gateway (etcd_client.hpp): a lease of the TTL
+/// valid from sending the grant, kept alive while etcd's v3lock Lock call waits for the key to hold, its
+/// create revision the token, a keep-alive when one is due at a lease check, release = unlock then revoke.
 ///
 /// Lines to the parent (times are ns since the run's start on CLOCK_MONOTONIC):
 ///   note T LABEL DETAIL            (then reads one ack byte)

@@ -2,8 +2,16 @@
 
 #include <curl/curl.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "reality/children.hpp"
 
 namespace locksim::reality {
 
@@ -26,6 +34,13 @@ std::int64_t int_field(const nlohmann::json& j, const char* name) {
   std::int64_t v = 0;
   std::from_chars(t.data(), t.data() + t.size(), v);
   return v;
+}
+
+/// A field as text (int64 fields are JSON strings); "0" when absent.
+std::string str_field(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) return "0";
+  return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
 /// An answer's error, as text ("" for none): a string in unary answers, an object in streamed ones.
@@ -105,57 +120,259 @@ std::optional<nlohmann::json> etcd_post(std::uint16_t port, const std::string& p
   return j;
 }
 
-std::optional<nlohmann::json> EtcdCalls::call(const std::string& path, const nlohmann::json& body) {
-  for (std::size_t k = 0; k < ports_.size(); ++k) {
-    const std::size_t i = (current_ + k) % ports_.size();
-    auto j = etcd_post(ports_[i], path, body, timeout_ms_);
-    // A member without a leader (just restarted, or cut off) answers with an error that is no decision:
-    // "etcdserver: no leader", "etcdserver: request timed out": try the next member.
-    if (!j) continue;
-    if (const std::string e = error_text(*j); !e.empty()) {
-      if (e.find("no leader") != std::string::npos || e.find("timed out") != std::string::npos ||
-          e.find("leader changed") != std::string::npos)
-        continue;
+std::string v3lock_key(const std::string& name, std::uint64_t lease) {
+  return fmt::format("{}/{:x}", name, lease);
+}
+
+/// A lock request in flight: an easy handle of the multi handle.
+struct Request {
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  std::uint64_t req = 0;
+  raft::Command cmd;
+  std::uint16_t port = 0;
+  std::string payload, answer;
+};
+
+struct EtcdLink::Impl {
+  CURLM* multi = nullptr;
+  std::map<std::uint64_t, std::unique_ptr<Request>> flying;
+  std::deque<raft::ClientReply> done;  ///< answers read from the multi handle, not asked for yet
+};
+
+EtcdLink::EtcdLink(std::vector<std::uint16_t> ports, Duration rpc_timeout, std::int64_t t0,
+                   std::uint64_t seed, Note note)
+    : ports_(std::move(ports)),
+      rpc_timeout_(rpc_timeout),
+      t0_(t0),
+      rng_(seed),
+      note_(std::move(note)),
+      impl_(new Impl) {
+  impl_->multi = curl_multi_init();
+}
+
+EtcdLink::~EtcdLink() {
+  for (auto& [req, r] : impl_->flying) {
+    curl_multi_remove_handle(impl_->multi, r->easy);
+    curl_easy_cleanup(r->easy);
+    curl_slist_free_all(r->headers);
+  }
+  curl_multi_cleanup(impl_->multi);
+  delete impl_;
+}
+
+Time EtcdLink::now() {
+  return Time{mono_ns() - t0_};
+}
+
+void EtcdLink::sleep(Duration d) {
+  if (d > 0ns) sleep_until_ns(mono_ns() + d.count());
+}
+
+void EtcdLink::note(std::string_view label, std::string detail) {
+  note_(std::string(label), detail);
+}
+
+bool EtcdLink::follow(const raft::ClientReply&) {
+  current_ = (current_ + 1) % ports_.size();  // the gateway names no leader: the next member
+  return false;
+}
+
+raft::ClientReply EtcdLink::reply_of(const raft::Command& c, const std::optional<nlohmann::json>& answer,
+                                     std::uint16_t port) {
+  raft::ClientReply r;
+  // No answer within the timeout (a killed, paused or cut-off member, or one that gave up on a proposal):
+  // perhaps done. Ask again: every command is idempotent.
+  if (!answer || !answer->is_object()) {
+    r.error = "leader-changed";
+    return r;
+  }
+  const nlohmann::json& j = *answer;
+  const std::string e = error_text(j);
+  if (!e.empty()) {
+    if (e.find("no leader") != std::string::npos)
+      r.error = "not-leader";
+    else if (e.find("timed out") != std::string::npos || e.find("leader changed") != std::string::npos)
+      r.error = "leader-changed";
+    else if (e.find("lease not found") != std::string::npos)
+      r.error = "lease-not-found";
+    else if (c.op == raft::Op::grant && e.find("lease already exists") != std::string::npos) {
+      r.ok = true;  // this attempt's own grant, asked again after an answer that did not come
+      r.value = c.lease & 0x7fff'ffff'ffff'ffffULL;
+    } else {
+      r.error = e;
     }
-    current_ = i;
-    return j;
+    return r;
+  }
+  switch (c.op) {
+    case raft::Op::grant:
+      r.ok = int_field(j, "TTL") > 0;
+      r.value = static_cast<std::uint64_t>(int_field(j, "ID"));
+      if (!r.ok) r.error = "no-grant";
+      break;
+    case raft::Op::keepalive: {
+      const nlohmann::json& k = j.contains("result") ? j["result"] : j;
+      if (!k.is_object() || !error_text(k).empty()) {
+        r.error = "leader-changed";
+      } else if (int_field(k, "TTL") > 0) {
+        r.ok = true;
+        r.value = c.lease;
+      } else {
+        r.error = "lease-not-found";  // a keep-alive of a lease etcd no longer has answers TTL 0
+      }
+      break;
+    }
+    case raft::Op::lock: {
+      // The key holds; its create revision is the token. Read as of the answer's revision (the Mutex saw its
+      // key hold there; compaction is off), so a key deleted since, its lease run out while the answer
+      // waited to be read, still names its revision, as the simulated service's answer does.
+      const std::string key = unbase64(j.value("key", ""));
+      const std::string at = j.contains("header") ? str_field(j["header"], "revision") : "0";
+      auto got = etcd_post(port, "/v3/kv/range", {{"key", base64(key)}, {"revision", at}},
+                           rpc_timeout_.count() / 1'000'000);
+      if (!got || !got->is_object() || !error_text(*got).empty()) {
+        r.error = "leader-changed";
+      } else if (!got->contains("kvs") || (*got)["kvs"].empty()) {
+        r.error = "no-key";
+      } else {
+        r.ok = true;
+        r.value = static_cast<std::uint64_t>(int_field((*got)["kvs"][0], "create_revision"));
+      }
+      break;
+    }
+    default:  // revoke, unlock
+      r.ok = true;
+      r.value = c.lease;
+  }
+  return r;
+}
+
+namespace {
+
+std::string path_of(raft::Op op) {
+  switch (op) {
+    case raft::Op::grant:
+      return "/v3/lease/grant";
+    case raft::Op::keepalive:
+      return "/v3/lease/keepalive";
+    case raft::Op::revoke:
+      return "/v3/lease/revoke";
+    case raft::Op::lock:
+      return "/v3/lock/lock";
+    case raft::Op::unlock:
+      return "/v3/lock/unlock";
+    default:
+      return {};
+  }
+}
+
+nlohmann::json body_of(const raft::Command& c) {
+  switch (c.op) {
+    case raft::Op::grant: {
+      const std::int64_t ttl_s = (c.ttl.count() + 999'999'999) / 1'000'000'000;  // etcd's unit: whole seconds
+      return {{"TTL", std::to_string(ttl_s)}, {"ID", std::to_string(c.lease & 0x7fff'ffff'ffff'ffffULL)}};
+    }
+    case raft::Op::lock:
+      return {{"name", base64(c.name)}, {"lease", std::to_string(c.lease)}};
+    case raft::Op::unlock:
+      return {{"key", base64(v3lock_key(c.name, c.lease))}};
+    default:  // keepalive, revoke
+      return {{"ID", std::to_string(c.lease)}};
+  }
+}
+
+}  // namespace
+
+std::optional<raft::ClientReply> EtcdLink::submit(const raft::Command& c, Time deadline) {
+  while (now() < deadline) {
+    const std::uint16_t port = ports_[current_];
+    const Duration wait = std::min(deadline - now(), rpc_timeout_);
+    const long ms = std::max<long>(1, static_cast<long>(wait.count() / 1'000'000));
+    raft::ClientReply r = reply_of(c, etcd_post(port, path_of(c.op), body_of(c), ms), port);
+    if (!raft::Client::nothing_done(r) && r.error != "leader-changed") return r;
+    follow(r);
+    if (now() < deadline) sleep(std::min<Duration>(raft::LeaseAlgorithm::kRetryPause, deadline - now()));
   }
   return std::nullopt;
 }
 
-std::optional<EtcdLease> EtcdCalls::grant(std::int64_t ttl_s) {
-  auto j = call("/v3/lease/grant", {{"TTL", std::to_string(ttl_s)}});
-  if (!j || !j->is_object() || !j->contains("ID") || int_field(*j, "TTL") <= 0) return std::nullopt;
-  return EtcdLease{std::to_string(int_field(*j, "ID")), int_field(*j, "TTL")};
+std::uint64_t EtcdLink::send(const raft::Command& c) {
+  auto r = std::make_unique<Request>();
+  r->req = next_req_++;
+  r->cmd = c;
+  r->port = ports_[current_];
+  r->payload = body_of(c).dump();
+  r->easy = curl_easy_init();
+  const std::string url = fmt::format("http://127.0.0.1:{}{}", r->port, path_of(c.op));
+  r->headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  curl_easy_setopt(r->easy, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+  curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->payload.c_str());
+  curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE, static_cast<long>(r->payload.size()));
+  curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, &r->answer);
+  curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(rpc_timeout_.count() / 1'000'000));
+  curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(r->easy, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r.get());
+  curl_multi_add_handle(impl_->multi, r->easy);
+  CURL* easy = r->easy;
+  const std::uint64_t id = r->req;
+  impl_->flying.emplace(id, std::move(r));
+  // The request has left (its bytes written to the socket) before the caller notes it, as a simulated
+  // message leaves at send: a pause triggered by the note stops the client with the request on its way.
+  // Bounded by the rpc timeout; a connection that fails ends the transfer, and wait() reads that.
+  const Time give_up = now() + rpc_timeout_;
+  for (;;) {
+    int running = 0;
+    curl_multi_perform(impl_->multi, &running);
+    long sent = 0;
+    curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &sent);
+    if (sent > 0 || running == 0 || now() >= give_up) break;
+    curl_multi_poll(impl_->multi, nullptr, 0, 1, nullptr);
+  }
+  return id;
 }
 
-std::optional<std::uint64_t> EtcdCalls::create(const std::string& key, const std::string& value,
-                                               const std::string& lease) {
-  const std::string k = base64(key);
-  const nlohmann::json body = {
-      {"compare", {{{"target", "CREATE"}, {"result", "EQUAL"}, {"key", k}, {"create_revision", "0"}}}},
-      {"success", {{{"request_put", {{"key", k}, {"value", base64(value)}, {"lease", lease}}}}}}};
-  auto j = call("/v3/kv/txn", body);
-  if (!j || !j->is_object() || !error_text(*j).empty() || !j->contains("header")) return std::nullopt;
-  if (!j->value("succeeded", false)) return 0;
-  return static_cast<std::uint64_t>(int_field((*j)["header"], "revision"));
-}
-
-std::optional<bool> EtcdCalls::keepalive(const std::string& lease) {
-  auto j = call("/v3/lease/keepalive", {{"ID", lease}});
-  if (!j) return std::nullopt;
-  if (!error_text(*j).empty() || !j->is_object()) return std::nullopt;
-  const nlohmann::json& r = j->contains("result") ? (*j)["result"] : *j;
-  if (!r.is_object() || !error_text(r).empty()) return std::nullopt;
-  return int_field(r, "TTL") > 0;
-}
-
-void EtcdCalls::remove(const std::string& key) {
-  call("/v3/kv/deleterange", {{"key", base64(key)}});
-}
-
-void EtcdCalls::revoke(const std::string& lease) {
-  call("/v3/lease/revoke", {{"ID", lease}});
+std::optional<raft::ClientReply> EtcdLink::wait(const std::set<std::uint64_t>& reqs, Time until) {
+  int drained = 0;
+  for (;;) {
+    // Answers to requests the caller no longer waits for (an earlier attempt's) are dropped, as the
+    // simulated client drops them.
+    while (!impl_->done.empty()) {
+      raft::ClientReply r = std::move(impl_->done.front());
+      impl_->done.pop_front();
+      if (reqs.count(r.req)) return r;
+    }
+    int running = 0;
+    curl_multi_perform(impl_->multi, &running);
+    int left = 0;
+    while (CURLMsg* m = curl_multi_info_read(impl_->multi, &left)) {
+      if (m->msg != CURLMSG_DONE) continue;
+      Request* q = nullptr;
+      curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&q));
+      std::optional<nlohmann::json> answer;
+      if (m->data.result == CURLE_OK) {
+        auto j = nlohmann::json::parse(q->answer, nullptr, false);
+        if (!j.is_discarded()) answer = std::move(j);
+      }
+      raft::ClientReply r = reply_of(q->cmd, answer, q->port);
+      r.req = q->req;
+      impl_->done.push_back(std::move(r));
+      curl_multi_remove_handle(impl_->multi, q->easy);
+      curl_easy_cleanup(q->easy);
+      curl_slist_free_all(q->headers);
+      impl_->flying.erase(q->req);
+    }
+    if (!impl_->done.empty()) continue;
+    const Time t = now();
+    // Past the deadline, what already waits in the sockets is still read (a paused client resumes and reads
+    // the answer that came meanwhile, as a simulated receive returns what is in the mailbox); nothing more.
+    const auto ms = t >= until ? 0 : std::clamp<std::int64_t>((until - t).count() / 1'000'000, 1, 50);
+    int ready = 0;
+    curl_multi_poll(impl_->multi, nullptr, 0, static_cast<int>(ms), &ready);
+    if (t >= until && (ready == 0 || ++drained > 100)) return std::nullopt;
+  }
 }
 
 }  // namespace locksim::reality

@@ -15,17 +15,31 @@ std::string etcd_missing() {
   return kWhy;
 }
 
-std::optional<EtcdLease> EtcdCalls::grant(std::int64_t) {
+struct EtcdLink::Impl {};
+EtcdLink::EtcdLink(std::vector<std::uint16_t> ports, Duration rpc_timeout, std::int64_t t0, std::uint64_t seed,
+                   Note note)
+    : ports_(std::move(ports)), rpc_timeout_(rpc_timeout), t0_(t0), rng_(seed), note_(std::move(note)) {}
+EtcdLink::~EtcdLink() = default;
+Time EtcdLink::now() {
+  return Time{0};
+}
+void EtcdLink::sleep(Duration) {}
+void EtcdLink::note(std::string_view, std::string) {}
+std::optional<raft::ClientReply> EtcdLink::submit(const raft::Command&, Time) {
   return std::nullopt;
 }
-std::optional<std::uint64_t> EtcdCalls::create(const std::string&, const std::string&, const std::string&) {
+std::uint64_t EtcdLink::send(const raft::Command&) {
+  return 0;
+}
+std::optional<raft::ClientReply> EtcdLink::wait(const std::set<std::uint64_t>&, Time) {
   return std::nullopt;
 }
-std::optional<bool> EtcdCalls::keepalive(const std::string&) {
-  return std::nullopt;
+bool EtcdLink::follow(const raft::ClientReply&) {
+  return false;
 }
-void EtcdCalls::remove(const std::string&) {}
-void EtcdCalls::revoke(const std::string&) {}
+std::string v3lock_key(const std::string& name, std::uint64_t lease) {
+  return name + "/" + std::to_string(lease);
+}
 
 EtcdCluster::EtcdCluster(std::vector<std::string>, const std::string&, std::string) {}
 EtcdCluster::~EtcdCluster() = default;

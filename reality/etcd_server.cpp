@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "reality/children.hpp"
@@ -44,9 +45,14 @@ struct Stream {
   std::atomic<bool>* created = nullptr;
   std::mutex* mu = nullptr;
   std::vector<LeaseRecord>* records = nullptr;
-  std::string key;
+  std::string name;  ///< the lock's name; its keys are name/<lease hex>
+  /// The lock's keys alive now: create revision -> (key, lease). The lowest holds (concurrency.Mutex).
+  std::map<std::uint64_t, std::pair<std::string, std::string>>* alive = nullptr;
 };
 
+/// Applies one message of the watch stream to the lock's live keys, and records each key that becomes the
+/// lowest (the holder) when it does: at its own creation when no key was older, or when the keys before it
+/// were deleted (unlocked, or revoked with their lease).
 void on_message(Stream& s, const std::string& line) {
   auto j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.contains("result")) return;
@@ -54,15 +60,26 @@ void on_message(Stream& s, const std::string& line) {
   if (r.value("created", false)) *s.created = true;
   if (!r.contains("events")) return;
   const std::int64_t t = mono_ns();
+  auto& alive = *s.alive;
   for (const auto& e : r["events"]) {
     const nlohmann::json& kv = e.value("kv", nlohmann::json::object());
     const std::uint64_t mod = std::stoull(str_field(kv, "mod_revision"));
-    if (mod >= *s.next) *s.next = mod + 1;
-    if (e.contains("type") && e["type"] != "PUT") continue;  // DELETE
-    if (str_field(kv, "version") != "1") continue;           // an update, not a creation
+    if (mod >= *s.next) *s.next = mod + 1;  // a stream resumed on another member starts after it
+    const std::string key = unbase64(kv.value("key", ""));
+    const std::uint64_t before = alive.empty() ? 0 : alive.begin()->first;
+    if (e.contains("type") && e["type"] == "DELETE") {
+      for (auto it = alive.begin(); it != alive.end(); ++it)
+        if (it->second.first == key) {
+          alive.erase(it);
+          break;
+        }
+    } else if (str_field(kv, "version") == "1") {  // a creation, not an update
+      alive[std::stoull(str_field(kv, "create_revision"))] = {key, str_field(kv, "lease")};
+    }
+    if (alive.empty() || alive.begin()->first == before) continue;
     std::lock_guard lk(*s.mu);
-    s.records->push_back({t, s.node, unbase64(kv.value("key", "")), str_field(kv, "lease"),
-                          std::stoull(str_field(kv, "create_revision"))});
+    s.records->push_back(
+        {t, s.node, alive.begin()->second.first, alive.begin()->second.second, alive.begin()->first});
   }
 }
 
@@ -237,6 +254,7 @@ void EtcdCluster::start() {
 
 void EtcdCluster::watch_loop() {
   std::size_t at = 0;
+  std::map<std::uint64_t, std::pair<std::string, std::string>> alive;  // kept across the members' streams
   while (!stop_) {
     Stream s;
     s.node = watch_names_[at];
@@ -245,9 +263,13 @@ void EtcdCluster::watch_loop() {
     s.mu = &mu_;
     s.records = &records_;
     s.created = &watch_created_;
-    const nlohmann::json body = {
-        {"create_request",
-         {{"key", base64(lock_key_)}, {"start_revision", std::to_string(next_revision_.load())}}}};
+    s.name = lock_key_;
+    s.alive = &alive;
+    // Every key under "<lock>/": range_end is the prefix with its last byte one higher ('/' + 1 = '0').
+    const nlohmann::json body = {{"create_request",
+                                  {{"key", base64(lock_key_ + "/")},
+                                   {"range_end", base64(lock_key_ + "0")},
+                                   {"start_revision", std::to_string(next_revision_.load())}}}};
     const std::string payload = body.dump();
     const std::string url = fmt::format("http://127.0.0.1:{}/v3/watch", watch_ports_[at]);
     CURL* c = curl_easy_init();

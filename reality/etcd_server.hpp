@@ -1,13 +1,14 @@
 #pragma once
 /// A real 3-member etcd cluster (Debian: etcd-server, etcd 3.4) on free 127.0.0.1 ports, each member in a
 /// folder of its own under the run's temporary folder, started and killed by locksim, and the watcher that
-/// collects the lock key's creations from etcd itself.
+/// collects the lock's holders from etcd itself.
 ///
-/// Ground truth from the service: a thread of the parent watches the lock key through the v3 gateway's
-/// /v3/watch stream from revision 1 (compaction is off), and records every PUT that created the key (version
-/// 1) with the lease etcd attached to it and its create revision: a grant is backed by etcd's own event, not
-/// by the client's word. When its member dies the watcher resumes on another member from the next revision,
-/// so no creation is missed.
+/// Ground truth from the service: a thread of the parent watches the lock's keys (etcd's v3lock keys
+/// "<lock>/<lease hex>") through the v3 gateway's /v3/watch stream from revision 1 (compaction is off), and
+/// records every key that becomes the holder, the live key with the lowest create revision (as
+/// concurrency.Mutex decides), with the lease etcd attached to it and its create revision: a grant is backed
+/// by etcd's own events, not by the client's word. When its member dies the watcher resumes on another member
+/// from the next revision, so no event is missed.
 #include <sys/types.h>
 
 #include <atomic>
@@ -21,11 +22,11 @@
 
 namespace locksim::reality {
 
-/// One creation of the lock key, as etcd's watch stream told it.
+/// A key that became the lock's holder, as etcd's watch stream told it.
 struct LeaseRecord {
   std::int64_t mono_ns = 0;  ///< CLOCK_MONOTONIC when the watcher received it (after etcd committed it)
   std::string node;          ///< the member whose stream carried it
-  std::string key, lease;    ///< lease: the id etcd attached to the key (decimal)
+  std::string key, lease;    ///< key: the v3lock key (<lock>/<lease hex>); lease: its lease (decimal)
   std::uint64_t revision = 0;
 };
 
@@ -49,8 +50,8 @@ class EtcdCluster {
   void restart(const std::string& name);
   bool has(const std::string& name) const;
   bool running(const std::string& name) const;
-  /// Puts a key of its own (not the lock key) until the store's revision is `revision`: the next creation of
-  /// the lock key gets revision + 1 as its token (a scenario's first_token). Throws StartError.
+  /// Puts a key of its own (not the lock's) until the store's revision is `revision`: the lock's next key gets
+  /// revision + 1 as its token (a scenario's first_token). Throws StartError.
   void advance_revision(std::uint64_t revision);
   /// The member that leads now, by /v3/maintenance/status (`leader` vs the member's own id); empty: none.
   std::string leader() const;
@@ -58,7 +59,8 @@ class EtcdCluster {
   /// Every port of the cluster (client and peer), for the tests.
   std::vector<std::uint16_t> all_ports() const;
   std::vector<pid_t> pids() const;
-  /// Waits at most `timeout_ns` until the watcher has seen the creation with this revision.
+  /// Waits at most `timeout_ns` until the watcher has seen the key with this create revision become the
+  /// holder.
   bool wait_record(std::uint64_t revision, std::int64_t timeout_ns) const;
   std::vector<LeaseRecord> records() const;
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "locksim/protocols/raft/lease_algorithm.hpp"
 #include "locksim/protocols/zookeeper/zookeeper.hpp"
 #include "locksim/scenarios/runner.hpp"
 #include "locksim/scenarios/services.hpp"
@@ -189,7 +190,10 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
   // The Redis clients' variants (blind-release, no-elapsed-check) are their algorithms' own, and the real
   // clients run those algorithms (protocols/redis/lock_algorithms.hpp).
   const bool redis_variant = !is_etcd(protocol) && !is_pg(protocol) && !is_zk(protocol);
-  if (!cfg.variant.empty() && !pg_variant && !redis_variant)
+  // The lease client's variants likewise (protocols/raft/lease_algorithm.hpp); wall-expiry and node-counter
+  // change the lock service, which is etcd itself here.
+  const bool etcd_variant = is_etcd(protocol) && raft::trusts_reply(cfg);
+  if (!cfg.variant.empty() && !pg_variant && !redis_variant && !etcd_variant)
     return fmt::format("the variant '{}' is not run for real", cfg.variant);
   if (!cfg.node_settings.empty())
     return std::string("per-node persistence ([[node]]) is not run for real yet");

@@ -12,8 +12,6 @@ namespace locksim {
 namespace raft {
 
 namespace {
-constexpr Duration kRetryPause = 20ms;
-
 std::uint32_t group_size(const ProtocolConfig& cfg) {
   return cfg.nodes == 0 ? 3 : cfg.nodes;
 }
@@ -46,136 +44,60 @@ RaftOptions raft_options(const ProtocolConfig& cfg) {
   return o;
 }
 
+namespace {
+
+/// LeaseLink over a simulated process: its Context and the group's client.
+class SimLeaseLink final : public LeaseLink {
+ public:
+  SimLeaseLink(Context& ctx, RaftClient& rc) : ctx_(ctx), rc_(rc) {}
+  Time now() override { return ctx_.now(); }
+  void sleep(Duration d) override { ctx_.sleep(d); }
+  Rng& rng() override { return ctx_.rng(); }
+  void note(std::string_view label, std::string detail) override { ctx_.note(label, std::move(detail)); }
+  Duration rpc_timeout() const override { return rc_.rpc_timeout(); }
+  std::optional<ClientReply> submit(const Command& c, Time deadline) override {
+    return rc_.submit(ctx_, c, deadline);
+  }
+  std::uint64_t send(const Command& c) override { return rc_.send(ctx_, c); }
+  std::optional<ClientReply> wait(const std::set<std::uint64_t>& reqs, Time until) override {
+    return rc_.wait(ctx_, reqs, until);
+  }
+  bool follow(const ClientReply& r) override {
+    const bool hinted = r.leader && *r.leader != rc_.target();
+    rc_.redirect(&r);
+    return hinted;
+  }
+
+ private:
+  Context& ctx_;
+  RaftClient& rc_;
+};
+
+}  // namespace
+
 LeaseClient::LeaseClient(std::vector<ProcId> servers, Duration keepalive_interval, Duration rpc_timeout,
                          Duration acquire_timeout, bool trust_reply)
-    : rc_(std::move(servers), rpc_timeout, kRetryPause),
-      keepalive_interval_(keepalive_interval),
-      acquire_timeout_(acquire_timeout),
-      trust_reply_(trust_reply) {}
-
-void LeaseClient::keepalive(Context& ctx, LeaseState& st, std::uint64_t lease, Time deadline) {
-  if (ctx.now() >= deadline) return;
-  const Time sent = ctx.now();  // validity counts from the first send: conservative when redirected
-  auto r = rc_.submit(ctx, Command{Op::keepalive, lease, 0ns, {}, false}, deadline);
-  const Duration interval = keepalive_interval_ > 0ns ? keepalive_interval_ : st.ttl / 3;
-  if (!r) {
-    st.keepalive_due = ctx.now();  // unreachable: try again at the next chance
-    return;
-  }
-  if (r->ok) {
-    st.valid_until = std::max(st.valid_until, sent + st.ttl);
-    st.keepalive_due = sent + interval;
-  } else {
-    st.lost = true;
-  }
-}
-
-void LeaseClient::revoke(Context& ctx, std::uint64_t lease) {
-  rc_.submit(ctx, Command{Op::revoke, lease, 0ns, {}, false}, ctx.now() + rc_.rpc_timeout());
-}
+    : rc_(std::move(servers), rpc_timeout, LeaseAlgorithm::kRetryPause),
+      algo_(keepalive_interval, acquire_timeout, trust_reply) {}
 
 std::optional<Grant> LeaseClient::acquire(Context& ctx, const std::string& key, Duration ttl) {
-  const Time give_up = ctx.now() + acquire_timeout_;
-  const Duration interval = keepalive_interval_ > 0ns ? keepalive_interval_ : ttl / 3;
-  while (ctx.now() < give_up) {
-    // 1. A lease. Its validity is measured from when the grant request was sent.
-    // The grant carries a key of this attempt's own: submit() asks again after an ambiguous answer (a
-    // timeout, "leader-changed") and the first grant may have committed; the key makes the retry name
-    // that lease instead of creating a second one, which nobody would revoke or keep alive.
-    const Time sent = ctx.now();
-    const std::uint64_t grant_key = ctx.rng().next() | 1;  // never 0 (no key)
-    auto g = rc_.submit(ctx, Command{Op::grant, grant_key, ttl, {}, false}, give_up);
-    if (!g) return std::nullopt;
-    if (!g->ok) continue;
-    const std::uint64_t lease = g->value;
-    LeaseState st{ttl, sent + ttl, sent + interval, false};
-
-    // 2. The lock key under it; wait until it is the holder, keeping the lease alive meanwhile.
-    std::set<std::uint64_t> reqs;
-    std::uint64_t last_req = 0;
-    std::optional<ClientReply> got;
-    bool noted = false;
-    while (!got && !st.lost && ctx.now() < st.valid_until && ctx.now() < give_up) {
-      last_req = rc_.send(ctx, Command{Op::lock, lease, 0ns, key, false});
-      reqs.insert(last_req);
-      if (!noted) {
-        ctx.note("acquire-sent", fmt::format("{} lease={}", key, lease));
-        noted = true;
-      }
-      for (;;) {
-        auto r = rc_.wait(ctx, reqs, std::min({st.keepalive_due, give_up, st.valid_until}));
-        if (!r) {
-          // Time for a keep-alive (which also finds the leader again), then ask again: lock is idempotent.
-          if (ctx.now() >= st.keepalive_due) keepalive(ctx, st, lease, std::min(st.valid_until, give_up));
-          break;
-        }
-        if (r->ok) {
-          got = r;
-          break;
-        }
-        // Not done, or perhaps done by a leader that lost its office: ask again (lock is idempotent).
-        if (RaftClient::nothing_done(*r) || r->error == "leader-changed") {
-          if (r->req != last_req) continue;  // an older request's answer: the newer one is still out
-          const bool hinted = r->leader && *r->leader != rc_.target();
-          rc_.redirect(&*r);
-          if (!hinted) ctx.sleep(kRetryPause);
-          break;
-        }
-        st.lost = true;  // lease-not-found / deleted: the lease expired while we waited
-        break;
-      }
-    }
-    if (got && (trust_reply_ || ctx.now() < st.valid_until)) {
-      leases_[lease] = st;
-      Grant grant;
-      grant.key = key;
-      grant.value = std::to_string(lease);
-      grant.token = got->value;  // the create revision
-      grant.valid_until = st.valid_until;
-      grant.lease_id = lease;
-      return grant;
-    }
-    if (!st.lost) revoke(ctx, lease);  // best effort; the TTL cleans up otherwise
-  }
-  return std::nullopt;
-}
-
-void LeaseClient::adopt_renewal(LeaseState& st, const Grant& grant) const {
-  // Another client of this process (a renewal thread's) kept the lease alive: the grant says until when, as
-  // etcd's one lessor per client keeps one deadline per lease for every goroutine. Without a second client
-  // the grant never runs ahead of this state (acquire and extend copy it there), so nothing changes.
-  if (grant.valid_until <= st.valid_until) return;
-  st.valid_until = grant.valid_until;
-  const Duration interval = keepalive_interval_ > 0ns ? keepalive_interval_ : st.ttl / 3;
-  st.keepalive_due = std::max(st.keepalive_due, grant.valid_until - st.ttl + interval);
+  SimLeaseLink link(ctx, rc_);
+  return algo_.acquire(link, key, ttl);
 }
 
 bool LeaseClient::extend(Context& ctx, Grant& grant, Duration ttl) {
-  auto it = leases_.find(grant.lease_id);
-  // A lease this client did not acquire (a renewal thread's client, keeping alive the lease its process's
-  // main fiber holds): all it needs is in the grant. Its keep-alives reach the grant, not this client.
-  LeaseState adopted{ttl, grant.valid_until, ctx.now(), false};
-  LeaseState& st = it != leases_.end() ? it->second : adopted;
-  adopt_renewal(st, grant);
-  if (!st.lost && ctx.now() < st.valid_until) keepalive(ctx, st, grant.lease_id, st.valid_until);
-  grant.valid_until = st.valid_until;
-  return !st.lost && ctx.now() < st.valid_until;
+  SimLeaseLink link(ctx, rc_);
+  return algo_.extend(link, grant, ttl);
 }
 
 bool LeaseClient::believes_valid(Context& ctx, const Grant& grant) {
-  auto it = leases_.find(grant.lease_id);
-  if (it == leases_.end()) return false;
-  LeaseState& st = it->second;
-  adopt_renewal(st, grant);
-  if (!st.lost && ctx.now() < st.valid_until && ctx.now() >= st.keepalive_due)
-    keepalive(ctx, st, grant.lease_id, st.valid_until);
-  return !st.lost && ctx.now() < st.valid_until;
+  SimLeaseLink link(ctx, rc_);
+  return algo_.believes_valid(link, grant);
 }
 
 void LeaseClient::release(Context& ctx, const Grant& grant) {
-  rc_.submit(ctx, Command{Op::unlock, grant.lease_id, 0ns, grant.key, false}, ctx.now() + rc_.rpc_timeout());
-  revoke(ctx, grant.lease_id);
-  leases_.erase(grant.lease_id);
+  SimLeaseLink link(ctx, rc_);
+  algo_.release(link, grant);
 }
 
 namespace {
@@ -262,15 +184,8 @@ class LeaseProtocol final : public Protocol {
     std::vector<ProcId> servers;
     for (std::uint32_t i = 1; i <= o.nodes; ++i)
       servers.push_back(ctx.lookup(fmt::format("{}{}", o.prefix, i)));
-    Duration acquire_timeout = std::max<Duration>(3 * cfg.ttl, 5s);
-    if (auto it = cfg.extra.find("acquire_timeout_ms"); it != cfg.extra.end()) {
-      std::int64_t ms = 0;
-      std::from_chars(it->second.data(), it->second.data() + it->second.size(), ms);
-      if (ms > 0) acquire_timeout = std::chrono::milliseconds(ms);
-    }
-    return std::make_unique<LeaseClient>(
-        std::move(servers), cfg.keepalive_interval, rpc_timeout_for(cfg), acquire_timeout,
-        cfg.variant == "trust-reply" || cfg.variant == "no-recheck-after-wait");
+    return std::make_unique<LeaseClient>(std::move(servers), cfg.keepalive_interval, rpc_timeout_for(cfg),
+                                         acquire_timeout(cfg), trusts_reply(cfg));
   }
 
  private:

@@ -92,6 +92,33 @@ TEST(RealEtcd, KillingTheLeaderLosesNothingAsSimulated) {
   EXPECT_EQ(run_scenario(sc, "lease").verdict(), r.verdict());
 }
 
+TEST(RealEtcd, ALateLockReplyIsGivenUpUnlessTheClientTrustsItAsSimulated) {
+  REQUIRE_ETCD();
+  Scenario sc = scaled(
+      load_scenario(std::string(LOCKSIM_REALITY_SCENARIOS) + "/pause-in-flight-no-elapsed-check.toml"), 0.3);
+  ASSERT_EQ(sc.config_for("lease").variant, "trust-reply");
+  ASSERT_FALSE(not_reproducible(sc, "lease").has_value());
+  // client1 stops right after its v3lock Lock request left; etcd answers at once, the answer waits in the
+  // socket while the lease (3 s) runs out and client2 is granted. The variant keeps the late grant.
+  const RunOutput late = run_real(sc, "lease");
+  EXPECT_TRUE(no_children());
+  EXPECT_FALSE(late.check.safe);
+  EXPECT_EQ(late.check.count(kStaleWriteAccepted), 1u);
+  EXPECT_EQ(late.check.unbacked_grants, 0u);
+  EXPECT_EQ(run_scenario(sc, "lease").verdict(), late.verdict());
+  ASSERT_EQ(late.history.grants.size(), 2u);
+  const GrantRecord& g1 =
+      late.history.grants[0].client == "client1" ? late.history.grants[0] : late.history.grants[1];
+  EXPECT_LT(g1.believed_valid_until, g1.granted);  // believed until a moment before it heard
+
+  // The algorithm without the variant compares the reply's arrival with its lease and gives it up.
+  sc.per_protocol.at("lease").variant.clear();
+  const RunOutput checked = run_real(sc, "lease");
+  EXPECT_TRUE(no_children());
+  EXPECT_TRUE(checked.check.safe);
+  EXPECT_EQ(run_scenario(sc, "lease").verdict(), checked.verdict());
+}
+
 TEST(RealEtcdPlan, WholeSecondTtlsOnly) {
   // 10 s × 0.25 = 2.5 s: etcd's lease TTL is in whole seconds.
   const auto why = not_reproducible(scaled(load_scenario("kleppmann-gc-pause"), 0.25), "lease");
