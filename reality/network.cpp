@@ -290,6 +290,7 @@ void RealRun::trace_member_links() {
                               proxy_->forwarded(l, Proxy::Dir::up), proxy_->forwarded(l, Proxy::Dir::down),
                               proxy_->accepted(l)));
   trace(TraceKind::note, "", "proxy-member-links", fmt::format("{}", fmt::join(out, "; ")));
+  trace(TraceKind::note, "", "leader-at-end", etcd_ ? etcd_->leader() : zk_ ? zk_->leader() : std::string());
 }
 
 std::pair<std::vector<std::string>, std::vector<std::string>> RealRun::resolve_sides(
