@@ -120,10 +120,13 @@ EtcdCluster::EtcdCluster(std::vector<std::string> names, const std::string& dir,
     ::mkdir(m.dir.c_str(), 0700);
     m.client = free_loopback_port();
     m.peer = free_loopback_port();
+    m.advertised = m.peer;
     watch_ports_.push_back(m.client);
     watch_names_.push_back(m.name);
     members_.push_back(std::move(m));
   }
+  live_ = std::make_unique<std::atomic<pid_t>[]>(members_.size());
+  for (std::size_t i = 0; i < members_.size(); ++i) live_[i] = -1;
 }
 
 EtcdCluster::~EtcdCluster() {
@@ -140,16 +143,17 @@ void EtcdCluster::spawn(Member& m) {
   if (bin.empty()) throw StartError(etcd_missing());
   std::string cluster;
   for (const Member& o : members_)
-    cluster += fmt::format("{}{}=http://127.0.0.1:{}", cluster.empty() ? "" : ",", o.name, o.peer);
+    cluster += fmt::format("{}{}=http://127.0.0.1:{}", cluster.empty() ? "" : ",", o.name, o.advertised);
   const std::string client = fmt::format("http://127.0.0.1:{}", m.client);
   const std::string peer = fmt::format("http://127.0.0.1:{}", m.peer);
+  const std::string advertised = fmt::format("http://127.0.0.1:{}", m.advertised);
   std::vector<std::string> args = {bin,
                                    "--name=" + m.name,
                                    "--data-dir=" + m.dir + "/data",
                                    "--listen-client-urls=" + client,
                                    "--advertise-client-urls=" + client,
                                    "--listen-peer-urls=" + peer,
-                                   "--initial-advertise-peer-urls=" + peer,
+                                   "--initial-advertise-peer-urls=" + advertised,
                                    "--initial-cluster=" + cluster,
                                    "--initial-cluster-state=new",
                                    "--initial-cluster-token=" + token_,
@@ -177,6 +181,7 @@ void EtcdCluster::spawn(Member& m) {
   }
   register_child(pid);
   m.pid = pid;
+  live_[static_cast<std::size_t>(&m - members_.data())] = pid;
 }
 
 void EtcdCluster::wait_healthy(const std::vector<Member*>& ms, const char* what) {
@@ -353,6 +358,23 @@ std::vector<std::uint16_t> EtcdCluster::all_ports() const {
     out.push_back(m.client);
     out.push_back(m.peer);
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::uint16_t>> EtcdCluster::peer_ports() const {
+  std::vector<std::pair<std::string, std::uint16_t>> out;
+  for (const Member& m : members_) out.emplace_back(m.name, m.peer);
+  return out;
+}
+
+void EtcdCluster::advertise_peer(const std::string& name, std::uint16_t port) {
+  for (Member& m : members_)
+    if (m.name == name) m.advertised = port;
+}
+
+std::vector<std::pair<std::string, pid_t>> EtcdCluster::live_pids() const {
+  std::vector<std::pair<std::string, pid_t>> out;
+  for (std::size_t i = 0; i < members_.size(); ++i) out.emplace_back(members_[i].name, live_[i].load());
   return out;
 }
 

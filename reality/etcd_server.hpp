@@ -13,9 +13,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "reality/redis_server.hpp"  // StartError
@@ -56,6 +58,15 @@ class EtcdCluster {
   /// The member that leads now, by /v3/maintenance/status (`leader` vs the member's own id); empty: none.
   std::string leader() const;
   std::vector<std::uint16_t> client_ports() const;
+  /// Each member's name and the peer port it listens on (--listen-peer-urls).
+  std::vector<std::pair<std::string, std::uint16_t>> peer_ports() const;
+  /// Before start(): member `name` advertises `port` as its peer URL (--initial-advertise-peer-urls and its
+  /// entry in every member's --initial-cluster) while it still listens on its own peer port: every member
+  /// then dials it there (a proxy's port in front of it).
+  void advertise_peer(const std::string& name, std::uint16_t port);
+  /// The members' names and the pids of their processes, safe to read from another thread (a proxy's
+  /// classifier); a killed member's pid may still be listed.
+  std::vector<std::pair<std::string, pid_t>> live_pids() const;
   /// Every port of the cluster (client and peer), for the tests.
   std::vector<std::uint16_t> all_ports() const;
   std::vector<pid_t> pids() const;
@@ -67,7 +78,7 @@ class EtcdCluster {
  private:
   struct Member {
     std::string name, dir;
-    std::uint16_t client = 0, peer = 0;
+    std::uint16_t client = 0, peer = 0, advertised = 0;  ///< advertised: the peer port others dial
     pid_t pid = -1;
   };
   void spawn(Member& m);
@@ -82,6 +93,7 @@ class EtcdCluster {
   std::vector<LeaseRecord> records_;
   std::vector<std::uint16_t> watch_ports_;  ///< snapshot for the thread
   std::vector<std::string> watch_names_;
+  std::unique_ptr<std::atomic<pid_t>[]> live_;  ///< per member, written by spawn
   std::thread watcher_;
 };
 

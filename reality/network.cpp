@@ -2,8 +2,16 @@
 // it, and its partitions, heals and delay spikes fired on it.
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "locksim/scenarios/runner.hpp"
 #include "reality/plan.hpp"
 #include "reality/real_run.hpp"
 
@@ -35,24 +43,135 @@ std::string describe(const Dist& d) {
                      static_cast<double>(d.max.count()) / 1e6);
 }
 
+/// The process among `pids` that holds the other end of `fd`, a connection accepted on loopback port
+/// `port`: the peer's port from getpeername, its socket's inode from /proc/net/tcp (local = that port, remote
+/// = `port`), then `socket:[inode]` among /proc/<pid>/fd. Empty: not found (not one of them, or gone).
+std::optional<std::string> dialer(int fd, std::uint16_t port,
+                                  const std::vector<std::pair<std::string, pid_t>>& pids) {
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0 || a.sin_family != AF_INET) return {};
+  const std::string local = fmt::format("0100007F:{:04X}", ntohs(a.sin_port));
+  const std::string remote = fmt::format("0100007F:{:04X}", port);
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line, inode;
+  while (inode.empty() && std::getline(tcp, line)) {
+    char l[64], r[64];
+    unsigned long ino = 0;
+    if (std::sscanf(line.c_str(), " %*d: %63s %63s %*x %*s %*s %*s %*d %*d %lu", l, r, &ino) == 3 &&
+        l == local && r == remote)
+      inode = fmt::format("socket:[{}]", ino);
+  }
+  if (inode.empty()) return {};
+  for (const auto& [name, pid] : pids) {
+    if (pid <= 0) continue;
+    const std::string dir = fmt::format("/proc/{}/fd", pid);
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) continue;
+    bool found = false;
+    while (const dirent* e = ::readdir(d)) {
+      char buf[64];
+      const std::string path = dir + "/" + e->d_name;
+      const ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+      if (n > 0 && inode.compare(0, std::string::npos, buf, static_cast<std::size_t>(n)) == 0) {
+        found = true;
+        break;
+      }
+    }
+    ::closedir(d);
+    if (found) return name;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::uint16_t>> RealRun::server_ports() const {
   std::vector<std::pair<std::string, std::uint16_t>> out;
   for (const auto& s : servers_) out.emplace_back(s->name(), s->port());
-  if (etcd_ || zk_) {
-    const auto ports = etcd_ ? etcd_->client_ports() : zk_->client_ports();
-    for (std::size_t i = 0; i < ports.size(); ++i)
-      out.emplace_back(out_.history.service_nodes.at(i), ports[i]);
+  if (etcd_) {
+    const auto ports = etcd_->client_ports();
+    const auto peers = etcd_->peer_ports();
+    for (std::size_t i = 0; i < ports.size(); ++i) out.emplace_back(peers.at(i).first, ports[i]);
+  }
+  if (zk_) {
+    const auto ports = zk_->client_ports();
+    const auto peers = zk_->peer_ports();
+    for (std::size_t i = 0; i < ports.size(); ++i) out.emplace_back(peers.at(i).name, ports[i]);
   }
   if (pg_) out.emplace_back("db1", pg_->port());
   out.emplace_back(sc_.resource_name, store_->port());
   return out;
 }
 
+void RealRun::make_member_links() {
+  if (!proxy_) proxy_ = std::make_unique<Proxy>(sc_.seed);
+  const auto link = [&](const std::string& from, const std::string& to, std::uint16_t target, bool hidden,
+                        const char* what) {
+    const std::size_t l =
+        hidden ? proxy_->add_hidden_link(from, to, target) : proxy_->add_link(from, to, target);
+    member_links_.push_back(l);
+    const Dist& up = delay_of(sc_, from, to);
+    const Dist& down = delay_of(sc_, to, from);
+    proxy_->set_delay(l, Proxy::Dir::up, up);
+    proxy_->set_delay(l, Proxy::Dir::down, down);
+    member_lines_.push_back(fmt::format("{}->{} {}{} -> {} (delay {} / {})", from, to, what,
+                                        hidden ? std::string() : fmt::format(" port {}", proxy_->port(l)),
+                                        target, describe(up), describe(down)));
+    return l;
+  };
+  if (zk_) {
+    // A link per ordered pair (the dialing member -> the other) and port: member `from`'s own zoo.cfg names
+    // the proxy's ports in `to`'s line.
+    const auto peers = zk_->peer_ports();
+    std::map<std::pair<std::string, std::string>, std::size_t> election;
+    for (const auto& from : peers)
+      for (const auto& to : peers) {
+        if (from.name == to.name) continue;
+        const std::size_t q = link(from.name, to.name, to.quorum, false, "quorum");
+        const std::size_t e = link(from.name, to.name, to.election, false, "election");
+        election[{from.name, to.name}] = e;
+        zk_->route(from.name, to.name, proxy_->port(q), proxy_->port(e));
+      }
+    // A member keeps the election connection of a pair only from the higher id; dialed by the lower one,
+    // the higher closes it and dials back the address the lower announced in its first message (its own
+    // server.N line: its real election port). Announced through the proxy as the port of the link back.
+    for (const auto& [pair, e] : election)
+      for (const auto& p : peers)
+        if (p.name == pair.first)
+          proxy_->set_rewrite(
+              e, Proxy::Dir::up, fmt::format("127.0.0.1:{}", p.election),
+              fmt::format("127.0.0.1:{}", proxy_->port(election.at({pair.second, pair.first}))));
+  }
+  if (etcd_) {
+    // Every member dials a member at the one peer URL it advertises (stored cluster-wide): that is the
+    // entry link's port, and each connection accepted there is given to the link of the member that dialed
+    // it (its process found by its socket), or stays on the entry link (forwarded, never cut) with a note.
+    const auto peers = etcd_->peer_ports();
+    const EtcdCluster* cluster = etcd_.get();
+    for (const auto& [to, target] : peers) {
+      const std::size_t entry = link("?", to, target, false, "peer (unattributed)");
+      std::map<std::string, std::size_t> from_link;
+      for (const auto& [from, unused] : peers)
+        if (from != to) from_link[from] = link(from, to, target, true, "peer");
+      const std::uint16_t port = proxy_->port(entry);
+      etcd_->advertise_peer(to, port);
+      auto unattributed = unattributed_;
+      proxy_->set_classifier(entry,
+                             [cluster, from_link, port, unattributed](int fd) -> std::optional<std::size_t> {
+                               if (const auto who = dialer(fd, port, cluster->live_pids()))
+                                 if (auto it = from_link.find(*who); it != from_link.end()) return it->second;
+                               ++*unattributed;
+                               return std::nullopt;
+                             });
+    }
+  }
+  proxy_->start();  // before the members start: they reach each other through it
+}
+
 void RealRun::make_proxy() {
-  proxy_ = std::make_unique<Proxy>(sc_.seed);
-  std::vector<std::string> lines;
+  if (!proxy_) proxy_ = std::make_unique<Proxy>(sc_.seed);
+  std::vector<std::string> lines = member_lines_;
   for (const ClientSpec& c : sc_.clients)
     for (const auto& [server, port] : server_ports()) {
       const std::size_t l = proxy_->add_link(c.name, server, port);
@@ -97,13 +216,19 @@ bool RealRun::fire_network(std::size_t a) {
   if (f.kind == Fault::Kind::partition) {
     if (static_partition(sc_, protocol_, fs) || !proxy_)
       return true;  // the clients never contact those nodes
-    // side_a -> side_b is cut; side_b -> side_a too unless one-way. A link's up direction is client ->
-    // server.
+    // Roles and split resolved now, from the real cluster's leader, as the simulator resolves them when the
+    // fault fires.
+    std::string resolved;
+    const auto [side_a, side_b] = resolve_sides(fs, resolved);
+    if (!resolved.empty()) trace(TraceKind::note, "", "partition-sides", resolved);
+    if (side_a.empty() || side_b.empty()) return true;
+    // side_a -> side_b is cut; side_b -> side_a too unless one-way. A link's up direction is from its
+    // dialing side (a client, a member dialing another) to the listening one.
     std::vector<std::string> cuts;
     for (std::size_t l = 0; l < proxy_->links(); ++l) {
       const std::string &client = proxy_->from(l), &server = proxy_->to(l);
-      const bool ab_up = on(fs.side_a, client) && on(fs.side_b, server);    // a=client -> b=server
-      const bool ab_down = on(fs.side_a, server) && on(fs.side_b, client);  // a=server -> b=client
+      const bool ab_up = on(side_a, client) && on(side_b, server);    // a=client -> b=server
+      const bool ab_down = on(side_a, server) && on(side_b, client);  // a=server -> b=client
       for (const auto& [hit, dir, both] : {std::tuple{ab_up, Proxy::Dir::up, Proxy::Dir::down},
                                            std::tuple{ab_down, Proxy::Dir::down, Proxy::Dir::up}}) {
         if (!hit) continue;
@@ -125,8 +250,8 @@ bool RealRun::fire_network(std::size_t a) {
         if (std::find(names_.begin(), names_.end(), n) != names_.end()) out.push_back(n);
       return fmt::format("{}", fmt::join(out, ","));
     };
-    std::string name = fmt::format("#{} {}{}{}", ++partitions_, present(fs.side_a),
-                                   f.one_way ? " -> " : " | ", present(fs.side_b));
+    std::string name = fmt::format("#{} {}{}{}", ++partitions_, present(side_a), f.one_way ? " -> " : " | ",
+                                   present(side_b));
     trace(TraceKind::network, "", "partition", name);
     trace(TraceKind::note, "", "proxy-cut",
           fmt::format("{}{}", fmt::join(cuts, " "),
@@ -157,6 +282,67 @@ bool RealRun::fire_network(std::size_t a) {
   return false;
 }
 
+void RealRun::trace_member_links() {
+  if (!proxy_ || member_links_.empty()) return;
+  std::vector<std::string> out;
+  for (std::size_t l : member_links_)
+    out.push_back(fmt::format("{}->{} {}/{} bytes in {} connection(s)", proxy_->from(l), proxy_->to(l),
+                              proxy_->forwarded(l, Proxy::Dir::up), proxy_->forwarded(l, Proxy::Dir::down),
+                              proxy_->accepted(l)));
+  trace(TraceKind::note, "", "proxy-member-links", fmt::format("{}", fmt::join(out, "; ")));
+  trace(TraceKind::note, "", "leader-at-end", etcd_ ? etcd_->leader() : zk_ ? zk_->leader() : std::string());
+}
+
+std::pair<std::vector<std::string>, std::vector<std::string>> RealRun::resolve_sides(
+    const FaultSpec& fs, std::string& detail) const {
+  const auto has_role = [](const std::vector<std::string>& side) {
+    return std::any_of(side.begin(), side.end(), [](const std::string& n) { return parse_fault_role(n); });
+  };
+  if (fs.split.empty() && !has_role(fs.side_a) && !has_role(fs.side_b)) return {fs.side_a, fs.side_b};
+  const std::string leader = etcd_ ? etcd_->leader() : zk_ ? zk_->leader() : std::string();
+  if (leader.empty()) {
+    detail = "leader: none answers as leader now; nothing is cut";
+    return {};
+  }
+  std::vector<std::string> a, b;
+  if (const auto split = parse_fault_split(fs.split)) {
+    // The simulator's rule (scenarios/runner.hpp, FaultSplit): members in spawn order, the leader's index.
+    std::vector<std::string> members;
+    for (const auto& [name, port] : server_ports())
+      if ((etcd_ && etcd_->has(name)) || (zk_ && zk_->has(name))) members.push_back(name);
+    const std::size_t n = members.size();
+    const std::size_t at =
+        static_cast<std::size_t>(std::find(members.begin(), members.end(), leader) - members.begin());
+    switch (*split) {
+      case FaultSplit::leader_alone:
+        a = {leader};
+        break;
+      case FaultSplit::minority:
+        for (std::size_t j = 0; j < std::max<std::size_t>(1, (n - 1) / 2); ++j)
+          a.push_back(members[(at + j) % n]);
+        break;
+      case FaultSplit::majority:
+        for (std::size_t j = 1; j <= (n - 1) / 2; ++j) a.push_back(members[(at + n - j) % n]);
+        break;
+    }
+    for (const std::string& p : names_)
+      if (!on(a, p)) b.push_back(p);
+    detail = fmt::format("split={} leader={}", fs.split, leader);
+  } else {
+    const auto expand = [&](const std::vector<std::string>& side, std::vector<std::string>& out) {
+      for (const std::string& n : side) {
+        const std::string& p = parse_fault_role(n) ? leader : n;
+        if (!on(out, p)) out.push_back(p);
+      }
+    };
+    expand(fs.side_a, a);
+    expand(fs.side_b, b);
+    std::erase_if(b, [&](const std::string& p) { return on(a, p); });
+    detail = fmt::format("leader={}", leader);
+  }
+  return {a, b};
+}
+
 void RealRun::end_network(const Action& act) {
   if (act.kind == ActionKind::heal) {
     auto it = cut_by_.find(act.armed);
@@ -165,6 +351,7 @@ void RealRun::end_network(const Action& act) {
     cut_by_.erase(it);
     trace(TraceKind::network, "", "heal", partition_names_[act.armed]);
     partition_names_.erase(act.armed);
+    if (etcd_ || zk_) trace(TraceKind::note, "", "leader-at-heal", etcd_ ? etcd_->leader() : zk_->leader());
   } else if (act.kind == ActionKind::unspike) {
     for (const auto& [l, d] : spiked_by_[act.armed]) proxy_->set_spike(l, d, 0ns, 0);
     spiked_by_.erase(act.armed);

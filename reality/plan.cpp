@@ -125,8 +125,13 @@ bool fault_applies(const Scenario& sc, const std::string& protocol, const FaultS
     return std::find(names.begin(), names.end(), n) != names.end();
   };
   if (f.fault.kind == Fault::Kind::partition) {
+    // A split, or a side naming a role, is resolved when it fires; it applies when the protocol has members.
+    const bool members = is_etcd(protocol) || is_zk(protocol);
+    if (!f.split.empty()) return members;
     auto present = [&](const std::vector<std::string>& side) {
-      return std::any_of(side.begin(), side.end(), has);
+      return std::any_of(side.begin(), side.end(), [&](const std::string& n) {
+        return has(n) || (members && parse_fault_role(n).has_value());
+      });
     };
     return present(f.side_a) && present(f.side_b);
   }
@@ -238,7 +243,10 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
     if (x.repeat.repeats() || x.duration_dist)
       return fmt::format("line {}: a repeated fault or one with a drawn duration is not run for real",
                          f.line);
-    if (!f.split.empty() || !f.more_targets.empty())
+    // etcd's and ZooKeeper's members are linked through the proxy: a split is resolved from the real
+    // leader when the partition fires (network.cpp).
+    const bool members = is_etcd(protocol) || is_zk(protocol);
+    if ((!f.split.empty() && !(members && x.kind == Fault::Kind::partition)) || !f.more_targets.empty())
       return fmt::format("line {}: a fault with roles or several targets is not run for real", f.line);
     if (x.when.kind != Trigger::Kind::at && x.when.kind != Trigger::Kind::note)
       return fmt::format("line {}: a send/receive trigger is not run for real", f.line);
@@ -277,19 +285,21 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
                              f.line);
         break;
       case Fault::Kind::partition: {
-        // Through the proxy: the links between a client and a server (or the store). Servers talk to each
-        // other directly (etcd's and ZooKeeper's members), so a cut between two servers is not run.
+        // Through the proxy: the links between a client and a server (or the store), and with etcd or
+        // ZooKeeper the links between two members (each ordered pair: network.cpp). Redis nodes talk to each
+        // other only through the replication link, whose partitions are not run yet.
         const auto names = real_process_names(sc, protocol);
         const auto real = [&](const std::string& n) {
           return std::find(names.begin(), names.end(), n) != names.end();
         };
         for (const auto* side : {&f.side_a, &f.side_b})
           for (const std::string& n : *side)
-            if (parse_fault_role(n))
-              return fmt::format("line {}: a partition side naming a role is not run for real", f.line);
+            if (const auto role = parse_fault_role(n); role && !(members && *role == FaultRole::leader))
+              return fmt::format("line {}: a partition side naming the role {} is not run for real", f.line,
+                                 n);
         for (const std::string& a : f.side_a)
           for (const std::string& b : f.side_b)
-            if (real(a) && real(b) && !is_client(sc, a) && !is_client(sc, b))
+            if (!members && real(a) && real(b) && !is_client(sc, a) && !is_client(sc, b))
               return fmt::format(
                   "line {}: a partition between {} and {} cuts a server-to-server link, which the proxy "
                   "does not carry (only client-to-server links)",
@@ -305,7 +315,9 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
           if (!n->empty() && *n != "*" && parse_fault_role(*n))
             return fmt::format("line {}: a role as target is not run for real", f.line);
         if (!f.target.empty() && f.target != "*" && !f.peer.empty() && f.peer != "*" &&
-            is_client(sc, f.target) == is_client(sc, f.peer))
+            is_client(sc, f.target) == is_client(sc, f.peer) &&
+            !(members && !is_client(sc, f.target) && f.target != sc.resource_name &&
+              f.peer != sc.resource_name))
           return fmt::format(
               "line {}: a delay spike between {} and {} is not on a client-to-server link, the only links "
               "the proxy carries",

@@ -75,9 +75,10 @@ struct Proxy::Conn {
   int fd[2] = {-1, -1};
   std::deque<Chunk> queue[2];
   std::size_t held[2] = {0, 0};
-  std::size_t offset[2] = {0, 0};  ///< of the front chunk already written
-  bool eof[2] = {false, false};    ///< the sender of that direction closed
-  bool shut[2] = {false, false};   ///< that direction's FIN was passed on
+  std::size_t offset[2] = {0, 0};    ///< of the front chunk already written
+  bool eof[2] = {false, false};      ///< the sender of that direction closed
+  bool shut[2] = {false, false};     ///< that direction's FIN was passed on
+  bool started[2] = {false, false};  ///< that direction's first chunk was read
   bool dead = false;
 };
 
@@ -97,9 +98,40 @@ std::size_t Proxy::add_link(std::string from, std::string to, std::uint16_t targ
   l->to = std::move(to);
   l->target = target;
   l->listen_fd = listen_loopback(l->port);
+  std::size_t index = 0;
+  {
+    std::lock_guard lock(mu_);
+    links_.push_back(std::move(l));
+    index = links_.size() - 1;
+  }
+  wake();  // a running loop polls its listener from now on
+  return index;
+}
+
+std::size_t Proxy::add_hidden_link(std::string from, std::string to, std::uint16_t target) {
+  auto l = std::make_unique<Link>();
+  l->from = std::move(from);
+  l->to = std::move(to);
+  l->target = target;
   std::lock_guard lock(mu_);
   links_.push_back(std::move(l));
   return links_.size() - 1;
+}
+
+void Proxy::set_classifier(std::size_t entry, Classifier c) {
+  std::lock_guard lock(mu_);
+  links_.at(entry)->classify = std::move(c);
+}
+
+void Proxy::set_rewrite(std::size_t link, Dir d, std::string from, std::string to) {
+  if (from.size() != to.size()) throw std::invalid_argument("proxy: a rewrite keeps the length");
+  std::lock_guard lock(mu_);
+  links_.at(link)->rewrite_from[static_cast<int>(d)] = std::move(from);
+  links_.at(link)->rewrite_to[static_cast<int>(d)] = std::move(to);
+}
+
+std::uint64_t Proxy::accepted(std::size_t link) const {
+  return links_.at(link)->accepted.load();
 }
 
 std::uint16_t Proxy::port(std::size_t link) const {
@@ -281,6 +313,9 @@ void Proxy::loop() {
           no_delay(fd);
           auto c = std::make_unique<Conn>();
           c->link = s.index;
+          if (l.classify)
+            if (const auto to = l.classify(fd); to && *to < links_.size()) c->link = *to;
+          ++links_[c->link]->accepted;
           c->fd[0] = fd;
           conns_.push_back(std::move(c));
           ++open_;
@@ -297,7 +332,13 @@ void Proxy::loop() {
         } else if (n > 0) {
           std::int64_t at = draw_delay(*links_[c.link], static_cast<Dir>(d), mono_ns());
           if (!c.queue[d].empty()) at = std::max(at, c.queue[d].back().release);  // never reorder
-          c.queue[d].push_back({at, std::string(buf, static_cast<std::size_t>(n))});
+          std::string bytes(buf, static_cast<std::size_t>(n));
+          const Link& l = *links_[c.link];
+          if (!c.started[d] && !l.rewrite_from[d].empty())
+            if (const auto p = bytes.find(l.rewrite_from[d]); p != std::string::npos)
+              bytes.replace(p, l.rewrite_from[d].size(), l.rewrite_to[d]);
+          c.started[d] = true;
+          c.queue[d].push_back({at, std::move(bytes)});
           c.held[d] += static_cast<std::size_t>(n);
         }
       } else {
@@ -332,8 +373,10 @@ void Proxy::loop() {
     // Connections that are over: both directions passed their FIN on, or one side failed.
     for (auto& c : conns_)
       if (c->dead || (c->shut[0] && c->shut[1])) {
+        // shutdown before close: a forked client may hold a copy of the descriptor, and the other end must
+        // see this end go.
         for (int& f : c->fd)
-          if (f >= 0) ::close(f), f = -1;
+          if (f >= 0) ::shutdown(f, SHUT_RDWR), ::close(f), f = -1;
         c->dead = true;
       }
     const auto before = conns_.size();

@@ -22,8 +22,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,8 +46,23 @@ class Proxy {
   Proxy& operator=(const Proxy&) = delete;
 
   /// A link `from` (the client) → `to` (the server) listening on a fresh loopback port, forwarding to
-  /// 127.0.0.1:`target`. Links are added before start(). Returns its index.
+  /// 127.0.0.1:`target`. Links may be added after start() too (the clients' links once the members' run).
+  /// Returns its index.
   std::size_t add_link(std::string from, std::string to, std::uint16_t target);
+  /// A link with no listening port of its own (port() 0): connections reach it through an entry link's
+  /// classifier (below), as when every member of a cluster dials one advertised port.
+  std::size_t add_hidden_link(std::string from, std::string to, std::uint16_t target);
+  /// Which link a connection accepted on `entry` belongs to: the classifier gets the accepted socket and
+  /// returns a link index (a hidden link towards the same target), or nothing: the connection stays on
+  /// `entry`. Called on the proxy's thread, at accept, before any byte is read. Set before start().
+  using Classifier = std::function<std::optional<std::size_t>(int fd)>;
+  void set_classifier(std::size_t entry, Classifier c);
+  /// The first chunk of each connection in that direction has `from` replaced by `to` (the same length):
+  /// a member that announces its own address in its first message (ZooKeeper's election handshake, which
+  /// the other side dials back) announces the proxy's port instead. Set before the link carries anything.
+  void set_rewrite(std::size_t link, Dir d, std::string from, std::string to);
+  /// Connections accepted on that link (as classified) so far.
+  std::uint64_t accepted(std::size_t link) const;
   std::size_t links() const { return links_.size(); }
   std::uint16_t port(std::size_t link) const;
   const std::string& from(std::size_t link) const;
@@ -87,6 +104,9 @@ class Proxy {
     std::string from, to;
     std::uint16_t target = 0, port = 0;
     int listen_fd = -1;
+    Classifier classify;
+    std::string rewrite_from[2], rewrite_to[2];
+    std::atomic<std::uint64_t> accepted{0};
     Control dir[2];
   };
   struct Conn;

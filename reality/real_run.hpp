@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -112,6 +113,15 @@ class RealRun {
   std::vector<std::pair<std::string, std::uint16_t>> server_ports() const;
   /// Makes the proxy's links (each client × each server and the store) with the scenario's delays.
   void make_proxy();
+  /// etcd, ZooKeeper: the proxy's links between members (each ordered pair), made and started before the
+  /// members start, so a partition or a delay spike between two members runs on them.
+  void make_member_links();
+  /// A note with the bytes (dialer -> listener / back) and connections each member link carried.
+  void trace_member_links();
+  /// A partition's sides with roles and `split` resolved from the real cluster's leader now (side a, side
+  /// b), and what was resolved ("split=minority leader=zk2"); empty sides: nothing to resolve (no leader).
+  std::pair<std::vector<std::string>, std::vector<std::string>> resolve_sides(const FaultSpec& fs,
+                                                                              std::string& detail) const;
   /// The port client `client` connects to for server `server`: the proxy's, or `real` without a proxy.
   std::uint16_t port_for(const std::string& client, const std::string& server, std::uint16_t real) const;
   /// Fires a partition, heal or delay spike on the proxy; false: `a` is not a network fault.
@@ -153,6 +163,12 @@ class RealRun {
   std::map<std::size_t, std::string>
       partition_names_;  ///< armed -> "#1 client1 | redis1", as the trace names it
   std::uint32_t partitions_ = 0;
+  std::vector<std::string> member_lines_;
+  std::vector<std::size_t> member_links_;  ///< the proxy's links between members  ///< the member links, for
+                                           ///< the proxy's trace note
+  /// Connections accepted on an etcd member's entry link that no member's process held (the classifier's
+  /// count, on the proxy's thread).
+  std::shared_ptr<std::atomic<std::uint64_t>> unattributed_ = std::make_shared<std::atomic<std::uint64_t>>(0);
   std::vector<Child> children_;
   std::vector<std::string> names_;
   std::vector<Armed> armed_;

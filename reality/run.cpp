@@ -86,6 +86,7 @@ RunOutput RealRun::run() {
     std::vector<std::string> members;
     for (const ServiceProcess& p : h.service.processes) members.push_back(p.name);
     etcd_ = std::make_unique<EtcdCluster>(members, dir_.path(), sc_.lock_key);
+    if (needs_proxy(sc_, protocol_)) make_member_links();  // the members reach each other through the proxy
     etcd_->start();
     if (cfg.first_token > 1) etcd_->advance_revision(cfg.first_token - 1);
     for (const std::string& m : members) {
@@ -109,6 +110,7 @@ RunOutput RealRun::run() {
     const auto tick =
         std::chrono::duration_cast<std::chrono::milliseconds>(zk::ensemble_options(cfg).tick_time);
     zk_ = std::make_unique<ZkEnsemble>(members, dir_.path(), tick.count(), sc_.lock_key);
+    if (needs_proxy(sc_, protocol_)) make_member_links();  // the members reach each other through the proxy
     zk_->start();
     for (const std::string& m : members) {
       h.service_nodes.push_back(m);
@@ -141,7 +143,7 @@ RunOutput RealRun::run() {
   if (needs_proxy(sc_, protocol_)) make_proxy();  // its listening ports before the clients are forked
   for (const ClientSpec& c : sc_.clients) fork_client(c, cfg, n);
   if (zk_) zk_->start_recorder();  // its threads start after the last fork
-  if (proxy_) proxy_->start();     // likewise
+  if (proxy_) proxy_->start();     // likewise (already running when it carries the members' links)
   store_->start();
   for (std::size_t i = 0; i < sc_.faults.size(); ++i)
     if (fault_applies(sc_, protocol_, sc_.faults[i])) {
@@ -151,6 +153,12 @@ RunOutput RealRun::run() {
         actions_.push_back({fs.fault.when.at.count(), ActionKind::fire, armed_.size() - 1});
     }
   loop();
+  trace_member_links();
+  if (const std::uint64_t n = *unattributed_)
+    trace(TraceKind::note, "", "proxy-unattributed",
+          fmt::format("{} connection(s) to a member's peer port came from no member's process: forwarded, "
+                      "never cut",
+                      n));
   assemble();
   return std::move(out_);
 }

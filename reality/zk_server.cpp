@@ -113,11 +113,30 @@ void ZkEnsemble::write_config(const Member& m) const {
   out << fmt::format(
       "tickTime={}\ninitLimit={}\nsyncLimit={}\ndataDir={}/data\nclientPort={}\nclientPortAddress=127.0.0.1\n"
       "admin.enableServer=false\n4lw.commands.whitelist=srvr,ruok\npreAllocSize=4096\n"
-      "autopurge.purgeInterval=0\n",
+      "autopurge.purgeInterval=0\nreconfigEnabled=false\n",
       tick_ms_, std::max<std::int64_t>(10, 20'000 / tick_ms_), std::max<std::int64_t>(5, 10'000 / tick_ms_),
       m.dir, m.client);
-  for (std::size_t i = 0; i < members_.size(); ++i)
-    out << fmt::format("server.{}=127.0.0.1:{}:{}\n", i + 1, members_[i].quorum, members_[i].election);
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    const Member& o = members_[i];
+    auto it = m.via.find(o.name);
+    const auto [q, e] = it == m.via.end() ? std::pair{o.quorum, o.election} : it->second;
+    out << fmt::format("server.{}=127.0.0.1:{}:{}\n", i + 1, q, e);
+  }
+}
+
+std::vector<ZkEnsemble::PeerPorts> ZkEnsemble::peer_ports() const {
+  std::vector<PeerPorts> out;
+  for (const Member& m : members_) out.push_back({m.name, m.quorum, m.election});
+  return out;
+}
+
+void ZkEnsemble::route(const std::string& from, const std::string& to, std::uint16_t quorum,
+                       std::uint16_t election) {
+  for (Member& m : members_)
+    if (m.name == from) {
+      m.via[to] = {quorum, election};
+      write_config(m);
+    }
 }
 
 void ZkEnsemble::spawn(Member& m) {

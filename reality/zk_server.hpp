@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,12 +57,23 @@ class ZkEnsemble {
   std::string member_of_port(std::uint16_t port) const;
   std::vector<std::uint16_t> all_ports() const;
   std::vector<pid_t> pids() const;
+  /// Each member's name with the quorum and election ports it binds (its own server.N= line).
+  struct PeerPorts {
+    std::string name;
+    std::uint16_t quorum = 0, election = 0;
+  };
+  std::vector<PeerPorts> peer_ports() const;
+  /// Before start(): in member `from`'s own zoo.cfg, member `to`'s server.N= line names these ports (a
+  /// proxy's, in front of `to`'s real ones) instead of `to`'s own; every member's config then differs in the
+  /// lines of the others only (a static config, reconfigEnabled=false: the config version stays 0).
+  void route(const std::string& from, const std::string& to, std::uint16_t quorum, std::uint16_t election);
   ZkRecorder& recorder() { return *recorder_; }
 
  private:
   struct Member {
     std::string name, dir;
     std::uint16_t client = 0, quorum = 0, election = 0;
+    std::map<std::string, std::pair<std::uint16_t, std::uint16_t>> via;  ///< other member -> its ports here
     pid_t pid = -1;
   };
   void write_config(const Member& m) const;
