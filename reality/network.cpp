@@ -306,25 +306,14 @@ std::pair<std::vector<std::string>, std::vector<std::string>> RealRun::resolve_s
   }
   std::vector<std::string> a, b;
   if (const auto split = parse_fault_split(fs.split)) {
-    // The simulator's rule (scenarios/runner.hpp, FaultSplit): members in spawn order, the leader's index.
+    // The simulator's rule (scenarios/runner.hpp, split_side_a): members in spawn order, the leader's index.
     std::vector<std::string> members;
     for (const auto& [name, port] : server_ports())
       if ((etcd_ && etcd_->has(name)) || (zk_ && zk_->has(name))) members.push_back(name);
     const std::size_t n = members.size();
     const std::size_t at =
         static_cast<std::size_t>(std::find(members.begin(), members.end(), leader) - members.begin());
-    switch (*split) {
-      case FaultSplit::leader_alone:
-        a = {leader};
-        break;
-      case FaultSplit::minority:
-        for (std::size_t j = 0; j < std::max<std::size_t>(1, (n - 1) / 2); ++j)
-          a.push_back(members[(at + j) % n]);
-        break;
-      case FaultSplit::majority:
-        for (std::size_t j = 1; j <= (n - 1) / 2; ++j) a.push_back(members[(at + n - j) % n]);
-        break;
-    }
+    for (std::size_t i : split_side_a(*split, n, at)) a.push_back(members[i]);
     for (const std::string& p : names_)
       if (!on(a, p)) b.push_back(p);
     detail = fmt::format("split={} leader={}", fs.split, leader);

@@ -314,22 +314,8 @@ struct RoleTargets {
     const std::size_t at =
         static_cast<std::size_t>(std::find(members.begin(), members.end(), *leader) - members.begin());
     std::vector<ProcId> a;
-    switch (*split) {
-      case FaultSplit::leader_alone:
-        a = {*leader};
-        break;
-      case FaultSplit::minority: {
-        const std::size_t k = std::max<std::size_t>(1, (n - 1) / 2);
-        for (std::size_t j = 0; j < k; ++j) a.push_back(members[(at + j) % n]);
-        break;
-      }
-      case FaultSplit::majority: {
-        const std::size_t k = (n - 1) / 2;
-        if (k == 0) return {false, fmt::format("split={}: {} members leave no minority to cut off", name, n)};
-        for (std::size_t j = 1; j <= k; ++j) a.push_back(members[(at + n - j) % n]);
-        break;
-      }
-    }
+    for (std::size_t i : split_side_a(*split, n, at)) a.push_back(members[i]);
+    if (a.empty()) return {false, fmt::format("split={}: {} members leave no minority to cut off", name, n)};
     std::vector<ProcId> b;
     for (std::uint32_t i = 0; i < w.process_count(); ++i)
       if (std::find(a.begin(), a.end(), ProcId{i}) == a.end()) b.push_back(ProcId{i});
@@ -341,6 +327,22 @@ struct RoleTargets {
 };
 
 }  // namespace
+
+std::vector<std::size_t> split_side_a(FaultSplit s, std::size_t n, std::size_t leader_at) {
+  std::vector<std::size_t> a;
+  switch (s) {
+    case FaultSplit::leader_alone:
+      a = {leader_at};
+      break;
+    case FaultSplit::minority:
+      for (std::size_t j = 0; j < std::max<std::size_t>(1, (n - 1) / 2); ++j) a.push_back((leader_at + j) % n);
+      break;
+    case FaultSplit::majority:
+      for (std::size_t j = 1; j <= (n - 1) / 2; ++j) a.push_back((leader_at + n - j) % n);
+      break;
+  }
+  return a;
+}
 
 RunOutput run_scenario(const Scenario& sc, const std::string& protocol_name, const RunOptions& opts) {
   register_builtin_protocols();

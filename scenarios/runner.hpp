@@ -102,6 +102,9 @@ enum class FaultSplit : std::uint8_t { leader_alone, minority, majority };
 std::string_view to_string(FaultSplit s);
 std::optional<FaultSplit> parse_fault_split(std::string_view name);
 std::vector<std::string> fault_split_names();
+/// The members on side_a of a split, as indices into the n members in spawn order, the leader at `leader_at`
+/// (the rule above). Empty: the split leaves nothing to cut off (majority of fewer than 3).
+std::vector<std::size_t> split_side_a(FaultSplit s, std::size_t n, std::size_t leader_at);
 
 /// Why a fault's roles do not fit its kind (a restart of the leader: the leader is alive by definition;
 /// holder-servers as a peer), or nothing. The loader and run_scenario both ask.
