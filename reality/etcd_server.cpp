@@ -31,10 +31,17 @@ std::string str_field(const nlohmann::json& j, const char* name) {
 }
 
 /// The member's status: {own id, leader id} ("0": none).
-std::optional<std::pair<std::string, std::string>> status(std::uint16_t port, long timeout_ms) {
+/// What a member says of itself: its id, the leader it knows ("0": none) and its raft term.
+struct Status {
+  std::string id, leader;
+  std::uint64_t term = 0;
+};
+
+std::optional<Status> status(std::uint16_t port, long timeout_ms) {
   auto j = etcd_post(port, "/v3/maintenance/status", nlohmann::json::object(), timeout_ms);
   if (!j || !j->contains("header")) return std::nullopt;
-  return std::make_pair(str_field((*j)["header"], "member_id"), str_field(*j, "leader"));
+  return Status{str_field((*j)["header"], "member_id"), str_field(*j, "leader"),
+                std::stoull(str_field(*j, "raftTerm"))};
 }
 
 /// The watch stream's state inside libcurl's callbacks.
@@ -205,7 +212,7 @@ void EtcdCluster::wait_healthy(const std::vector<Member*>& ms, const char* what)
             fmt::format("{}: etcd exited at {} (client port {}):\n{}", m.name, what, m.client, tail));
       }
       const auto s = status(m.client, 200);
-      ok[i] = s && s->second != "0";
+      ok[i] = s && s->leader != "0";
       all = all && ok[i];
     }
     if (all) return;
@@ -338,12 +345,20 @@ bool EtcdCluster::running(const std::string& name) const {
 }
 
 std::string EtcdCluster::leader() const {
+  // Of the members that say they lead, the one of the highest term: a leader cut off from the others goes on
+  // saying so (until its check-quorum steps it down) after the majority elected another in a newer term.
+  std::string best;
+  std::uint64_t best_term = 0;
   for (const Member& m : members_) {
     if (m.pid <= 0) continue;
     const auto s = status(m.client, 500);
-    if (s && s->first == s->second) return m.name;
+    if (!s || s->id != s->leader) continue;
+    if (best.empty() || s->term > best_term) {
+      best = m.name;
+      best_term = s->term;
+    }
   }
-  return {};
+  return best;
 }
 
 std::vector<std::uint16_t> EtcdCluster::client_ports() const {

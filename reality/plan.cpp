@@ -156,7 +156,8 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
     if (cfg.ttl.count() % 1'000'000'000 != 0)
       return fmt::format("etcd leases have whole-second TTLs; the TTL is {} ms (try another --time-scale)",
                          cfg.ttl.count() / 1'000'000);
-    if (node_count(sc, protocol) != 3) return std::string("etcd is run for real with 3 members only");
+    if (const auto n = node_count(sc, protocol); n != 3 && n != 5)
+      return std::string("etcd is run for real with 3 or 5 members only");
   } else if (is_pg(protocol)) {
     if (const std::string why = pg_missing(); !why.empty()) return why;
     if (cfg.replica)
@@ -165,7 +166,8 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
           "replication, Patroni's rule) is not run for real");
   } else if (is_zk(protocol)) {
     if (const std::string why = zk_missing(); !why.empty()) return why;
-    if (node_count(sc, protocol) != 3) return std::string("ZooKeeper is run for real with 3 members only");
+    if (const auto n = node_count(sc, protocol); n != 3 && n != 5)
+      return std::string("ZooKeeper is run for real with 3 or 5 members only");
     if (zk::ensemble_options(cfg).tick_time < 1ms)
       return std::string("ZooKeeper's tickTime is whole milliseconds; the scaled tick_time is under 1 ms");
   } else if (cfg.replica && protocol == "redlock") {
