@@ -1,6 +1,8 @@
 #include "reality/children.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -13,12 +15,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace locksim::reality {
 
@@ -219,6 +224,39 @@ std::string log_tail(const std::string& file, std::size_t lines) {
   std::string out;
   for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += all[i] + "\n";
   return out;
+}
+
+pid_t spawn_server(std::vector<std::string> args, const SpawnOptions& o) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int out = o.log.empty() ? -1 : ::open(o.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (out >= 0 && o.change_user) (void)!::fchown(out, o.uid, o.gid);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    if (out >= 0) ::close(out);
+    throw StartError(fmt::format("fork: {}", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    become_child();  // Ctrl-C in the terminal reaches the parent, which kills us itself
+    if (o.change_user) {
+      if (::setgid(o.gid) != 0 || ::setgroups(0, nullptr) != 0 || ::setuid(o.uid) != 0) ::_exit(126);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the change of credentials
+    }
+    if (!o.dir.empty() && ::chdir(o.dir.c_str()) != 0) ::_exit(126);
+    const int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) ::dup2(null, 0);
+    const int to = out >= 0 ? out : null;
+    if (to >= 0) {
+      ::dup2(to, 1);
+      ::dup2(to, 2);
+    }
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  register_child(pid);
+  if (out >= 0) ::close(out);
+  return pid;
 }
 
 }  // namespace locksim::reality

@@ -9,8 +9,14 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace locksim::reality {
+
+/// A server that could not be started (the message says why: a missing package, its log's last lines).
+struct StartError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// Thrown by waits when SIGINT or SIGTERM arrived: the children are already killed.
 struct Interrupted : std::runtime_error {
@@ -34,6 +40,21 @@ void register_child(pid_t pid);
 void forget_child(pid_t pid);
 /// How many children are registered now (tests: 0 after a run).
 int registered_children();
+
+/// How spawn_server starts a server.
+struct SpawnOptions {
+  std::string dir;  ///< its working folder (empty: this process's)
+  std::string log;  ///< its stdout and stderr, appended (empty: /dev/null)
+  /// Run as this user and group (PostgreSQL will not run as root); the log is made theirs.
+  bool change_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+/// Forks and execs `args` (args[0]: the program's path), stdin from /dev/null, registered as a child the
+/// moment it exists. Throws StartError when fork fails; a child that cannot change its folder or user exits
+/// 126, one whose exec fails 127, which the caller's start-up wait reads.
+pid_t spawn_server(std::vector<std::string> args, const SpawnOptions& o = {});
 
 /// SIGKILLs `pid` (if > 0), reaps it and forgets it.
 void kill_and_reap(pid_t pid);

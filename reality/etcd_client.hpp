@@ -4,8 +4,8 @@
 /// cluster uses for its health checks and the leader.
 #include <cstdint>
 #include <functional>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 

@@ -16,8 +16,8 @@ std::string etcd_missing() {
 }
 
 struct EtcdLink::Impl {};
-EtcdLink::EtcdLink(std::vector<std::uint16_t> ports, Duration rpc_timeout, std::int64_t t0, std::uint64_t seed,
-                   Note note)
+EtcdLink::EtcdLink(std::vector<std::uint16_t> ports, Duration rpc_timeout, std::int64_t t0,
+                   std::uint64_t seed, Note note)
     : ports_(std::move(ports)), rpc_timeout_(rpc_timeout), t0_(t0), rng_(seed), note_(std::move(note)) {}
 EtcdLink::~EtcdLink() = default;
 Time EtcdLink::now() {

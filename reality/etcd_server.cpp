@@ -1,7 +1,6 @@
 #include "reality/etcd_server.hpp"
 
 #include <curl/curl.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -167,28 +166,8 @@ void EtcdCluster::spawn(Member& m) {
                                    "--auto-compaction-retention=0",
                                    "--listen-metrics-urls=",
                                    "--enable-pprof=false"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string log = m.dir + "/etcd.log";
-  const pid_t pid = ::fork();
-  if (pid < 0) throw StartError(fmt::format("fork: {}", std::strerror(errno)));
-  if (pid == 0) {
-    become_child();
-    if (::chdir(m.dir.c_str()) != 0) ::_exit(126);
-    const int null = ::open("/dev/null", O_RDONLY);
-    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (null >= 0) ::dup2(null, 0);
-    if (out >= 0) {
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  register_child(pid);
-  m.pid = pid;
-  live_[static_cast<std::size_t>(&m - members_.data())] = pid;
+  m.pid = spawn_server(std::move(args), {.dir = m.dir, .log = m.dir + "/etcd.log"});
+  live_[static_cast<std::size_t>(&m - members_.data())] = m.pid;
 }
 
 void EtcdCluster::wait_healthy(const std::vector<Member*>& ms, const char* what) {

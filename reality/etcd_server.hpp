@@ -52,8 +52,8 @@ class EtcdCluster {
   void restart(const std::string& name);
   bool has(const std::string& name) const;
   bool running(const std::string& name) const;
-  /// Puts a key of its own (not the lock's) until the store's revision is `revision`: the lock's next key gets
-  /// revision + 1 as its token (a scenario's first_token). Throws StartError.
+  /// Puts a key of its own (not the lock's) until the store's revision is `revision`: the lock's next key
+  /// gets revision + 1 as its token (a scenario's first_token). Throws StartError.
   void advance_revision(std::uint64_t revision);
   /// The member that leads now, by /v3/maintenance/status (`leader` vs the member's own id); empty: none.
   std::string leader() const;

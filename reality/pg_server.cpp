@@ -1,11 +1,8 @@
 #include "reality/pg_server.hpp"
 
-#include <fcntl.h>
-#include <grp.h>
 #include <libpq-fe.h>
 #include <pwd.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -144,36 +141,8 @@ pid_t PgServer::spawn(const std::vector<std::string>& args, const std::string& l
       (void)!::chown(e.path().c_str(), as.uid, as.gid);
     (void)!::chown(dir_.c_str(), as.uid, as.gid);
   }
-  std::vector<std::string> a = args;
-  std::vector<char*> argv;
-  for (auto& s : a) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (out >= 0 && as.change) (void)!::fchown(out, as.uid, as.gid);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    if (out >= 0) ::close(out);
-    throw StartError(fmt::format("fork: {}", std::strerror(errno)));
-  }
-  if (pid == 0) {
-    become_child();
-    if (as.change) {
-      if (::setgid(as.gid) != 0 || ::setgroups(0, nullptr) != 0 || ::setuid(as.uid) != 0) ::_exit(126);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the change of credentials
-    }
-    if (::chdir(dir_.c_str()) != 0) ::_exit(126);
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, 0);
-    if (out >= 0) {
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  register_child(pid);
-  if (out >= 0) ::close(out);
-  return pid;
+  return spawn_server(args,
+                      {.dir = dir_, .log = log, .change_user = as.change, .uid = as.uid, .gid = as.gid});
 }
 
 void PgServer::start() {

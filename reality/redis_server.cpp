@@ -1,6 +1,5 @@
 #include "reality/redis_server.hpp"
 
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -73,24 +72,7 @@ void RedisServer::start() {
     // The replica answers reads with what it has (before its first sync too); writes are refused.
     args.insert(args.end(), {"--replica-serve-stale-data", "yes"});
   }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw StartError(fmt::format("fork: {}", std::strerror(errno)));
-  if (pid == 0) {
-    become_child();  // Ctrl-C in the terminal reaches the parent, which kills us itself
-    const int null = ::open("/dev/null", O_RDWR);
-    if (null >= 0) {
-      ::dup2(null, 0);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  register_child(pid);
-  pid_ = pid;
+  pid_ = spawn_server(std::move(args));
   const std::int64_t deadline = mono_ns() + 5'000'000'000;
   for (;;) {
     int status = 0;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "locksim/sim/storage.hpp"
+#include "reality/children.hpp"  // StartError
 
 struct redisContext;
 
@@ -35,10 +36,6 @@ struct RedisOptions {
 };
 
 /// Thrown when a server cannot be started; says why (the apt package when the binary is missing).
-struct StartError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 class RedisServer {
  public:
   /// Makes `dir` (a subfolder of the run's temporary folder) and picks a free port; starts nothing.

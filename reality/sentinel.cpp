@@ -1,6 +1,5 @@
 #include "reality/sentinel.hpp"
 
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -86,24 +85,7 @@ void RedisSentinel::start(std::size_t replicas, std::int64_t wait_ms) {
         port_, dir_, log, master_port_, down_after_ms_, failover_timeout_ms_);
   }
   std::vector<std::string> args = {bin, conf, "--sentinel"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw StartError(fmt::format("fork: {}", std::strerror(errno)));
-  if (pid == 0) {
-    become_child();
-    const int null = ::open("/dev/null", O_RDWR);
-    if (null >= 0) {
-      ::dup2(null, 0);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  register_child(pid);
-  pid_ = pid;
+  pid_ = spawn_server(std::move(args));
   const std::int64_t deadline = mono_ns() + wait_ms * 1'000'000;
   for (;;) {
     int status = 0;

@@ -154,27 +154,7 @@ void ZkEnsemble::spawn(Member& m) {
                                    cp,
                                    "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                                    m.dir + "/zoo.cfg"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string log = m.dir + "/zookeeper.log";
-  const pid_t pid = ::fork();
-  if (pid < 0) throw StartError(fmt::format("fork: {}", std::strerror(errno)));
-  if (pid == 0) {
-    become_child();
-    if (::chdir(m.dir.c_str()) != 0) ::_exit(126);
-    const int null = ::open("/dev/null", O_RDONLY);
-    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (null >= 0) ::dup2(null, 0);
-    if (out >= 0) {
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  register_child(pid);
-  m.pid = pid;
+  m.pid = spawn_server(std::move(args), {.dir = m.dir, .log = m.dir + "/zookeeper.log"});
 }
 
 void ZkEnsemble::kill_all() {

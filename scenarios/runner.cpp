@@ -335,7 +335,8 @@ std::vector<std::size_t> split_side_a(FaultSplit s, std::size_t n, std::size_t l
       a = {leader_at};
       break;
     case FaultSplit::minority:
-      for (std::size_t j = 0; j < std::max<std::size_t>(1, (n - 1) / 2); ++j) a.push_back((leader_at + j) % n);
+      for (std::size_t j = 0; j < std::max<std::size_t>(1, (n - 1) / 2); ++j)
+        a.push_back((leader_at + j) % n);
       break;
     case FaultSplit::majority:
       for (std::size_t j = 1; j <= (n - 1) / 2; ++j) a.push_back((leader_at + n - j) % n);

@@ -7,10 +7,10 @@
 ///    no token.
 ///  - `lease+fence`: the same, and fenced(): every write carries the create revision as its fencing token.
 ///
-/// Keep-alive in the client's own fiber (lease_algorithm.hpp, the algorithm real runs share). With a client's `renew`
-/// on, the workload also runs etcd's background keep-alive (concurrency.Session) in a thread of the client
-/// process with a LeaseClient of its own (renewal_defaults says how often); its renewals reach this client
-/// through the grant they share.
+/// Keep-alive in the client's own fiber (lease_algorithm.hpp, the algorithm real runs share). With a client's
+/// `renew` on, the workload also runs etcd's background keep-alive (concurrency.Session) in a thread of the
+/// client process with a LeaseClient of its own (renewal_defaults says how often); its renewals reach this
+/// client through the grant they share.
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -12,8 +12,8 @@
 #include <string_view>
 
 #include "locksim/protocols/lock.hpp"
-#include "locksim/protocols/raft/raft.hpp"
 #include "locksim/protocols/raft/lock_service.hpp"
+#include "locksim/protocols/raft/raft.hpp"
 
 namespace locksim::raft {
 

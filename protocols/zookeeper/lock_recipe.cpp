@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
+#include "locksim/protocols/raft/lease_algorithm.hpp"
 #include "locksim/protocols/zookeeper/znode_tree.hpp"
 
 namespace locksim::zk {
@@ -14,13 +14,7 @@ std::string lock_path(const std::string& key) {
 }
 
 Duration acquire_timeout(const ProtocolConfig& cfg) {
-  Duration t = std::max<Duration>(3 * cfg.ttl, 5s);
-  if (auto it = cfg.extra.find("acquire_timeout_ms"); it != cfg.extra.end()) {
-    std::int64_t ms = 0;
-    std::from_chars(it->second.data(), it->second.data() + it->second.size(), ms);
-    if (ms > 0) t = std::chrono::milliseconds(ms);
-  }
-  return t;
+  return raft::acquire_timeout(cfg);  // the lease client's rule
 }
 
 Duration rpc_timeout(const ProtocolConfig& cfg) {
