@@ -70,7 +70,7 @@ void RealRun::fire(std::size_t a) {
       s->kill();
       // What the proxy still held of the replication stream was in the master's own buffers (the simulated
       // master holds each command its replication_delay before sending it): lost with it.
-      if (repl_proxy_ && s->name() == repl_proxy_->to(0)) repl_proxy_->drop(0);
+      if (repl_ && s->name() == repl_->to(repl_link_)) repl_->drop(repl_link_);
       listener(s->name())->wait_disconnected();
       trace(TraceKind::crash, s->name(), "crash", f.power_loss ? "SIGKILL (power loss)" : "SIGKILL");
       if (f.duration > 0ns) actions_.push_back({now() + f.duration.count(), ActionKind::restart, a});

@@ -89,6 +89,7 @@ std::optional<std::string> dialer(int fd, std::uint16_t port,
 std::vector<std::pair<std::string, std::uint16_t>> RealRun::server_ports() const {
   std::vector<std::pair<std::string, std::uint16_t>> out;
   for (const auto& s : servers_) out.emplace_back(s->name(), s->port());
+  if (sentinel_) out.emplace_back("sentinel1", sentinel_->port());  // the clients ask it for the master
   if (etcd_) {
     const auto ports = etcd_->client_ports();
     const auto peers = etcd_->peer_ports();
@@ -166,7 +167,54 @@ void RealRun::make_member_links() {
                              });
     }
   }
+  if (!etcd_ && !zk_ && servers_.size() == 2) {
+    // Redis with a replica and a sentinel. Each server gets one entry port, the only address the others
+    // have for it: replica1 replicates from redis1's (REPLICAOF), the sentinel monitors redis1 there (the
+    // same address, or it would "fix" replica1's master: +fix-slave-config), replica1 announces its own
+    // (replica-announce-port), which redis1's INFO lists and the sentinel dials, and after a failover hands
+    // to the clients (RedisLink::discover maps it to the client's own link to replica1). Each connection
+    // accepted there is given to the link of the process that dialed it (found by its socket, as for etcd).
+    auto pids = redis_pids_;
+    auto unattributed = unattributed_;
+    for (const auto& server : servers_) {
+      const std::string& to = server->name();
+      const std::size_t entry = link("?", to, server->port(), false, "entry (unattributed)");
+      std::map<std::string, std::size_t> from_link;
+      for (const std::string from : {"redis1", "replica1", "sentinel1"})
+        if (from != to)
+          from_link[from] =
+              link(from, to, server->port(), true, from == "sentinel1" ? "sentinel" : "replication");
+      if (to == "redis1") {
+        repl_ = proxy_.get();
+        repl_link_ = from_link.at("replica1");
+      }
+      const std::uint16_t port = proxy_->port(entry);
+      redis_entry_ports_.push_back(port);
+      proxy_->set_classifier(entry,
+                             [pids, from_link, port, unattributed](int fd) -> std::optional<std::size_t> {
+                               std::vector<std::pair<std::string, pid_t>> live;
+                               {
+                                 std::lock_guard<std::mutex> lock(pids->mu);
+                                 live = pids->v;
+                               }
+                               if (const auto who = dialer(fd, port, live))
+                                 if (auto it = from_link.find(*who); it != from_link.end()) return it->second;
+                               ++*unattributed;
+                               return std::nullopt;
+                             });
+    }
+  }
   proxy_->start();  // before the members start: they reach each other through it
+}
+
+std::string RealRun::redis_master() const {
+  if (!sentinel_) return {};
+  // Asked directly (the run's own question, not a client's): the port it names is an entry port.
+  const auto port = sentinel_->master_port(200);
+  if (port && redis_entry_ports_.size() == 2 && *port == redis_entry_ports_[1]) return "replica1";
+  if (port && servers_.size() == 2 && redis_entry_ports_.empty() && *port == servers_[1]->port())
+    return "replica1";
+  return "redis1";
 }
 
 void RealRun::make_proxy() {
@@ -290,7 +338,7 @@ void RealRun::trace_member_links() {
                               proxy_->forwarded(l, Proxy::Dir::up), proxy_->forwarded(l, Proxy::Dir::down),
                               proxy_->accepted(l)));
   trace(TraceKind::note, "", "proxy-member-links", fmt::format("{}", fmt::join(out, "; ")));
-  trace(TraceKind::note, "", "leader-at-end", etcd_ ? etcd_->leader() : zk_ ? zk_->leader() : std::string());
+  trace(TraceKind::note, "", "leader-at-end", etcd_ ? etcd_->leader() : zk_ ? zk_->leader() : redis_master());
 }
 
 std::pair<std::vector<std::string>, std::vector<std::string>> RealRun::resolve_sides(
@@ -299,7 +347,9 @@ std::pair<std::vector<std::string>, std::vector<std::string>> RealRun::resolve_s
     return std::any_of(side.begin(), side.end(), [](const std::string& n) { return parse_fault_role(n); });
   };
   if (fs.split.empty() && !has_role(fs.side_a) && !has_role(fs.side_b)) return {fs.side_a, fs.side_b};
-  const std::string leader = etcd_ ? etcd_->leader() : zk_ ? zk_->leader() : std::string();
+  // Redis: the master as the sentinel names it (redis1 until a failover), as the simulator's leader is the
+  // newest of redis1's and replica1's role records.
+  const std::string leader = etcd_ ? etcd_->leader() : zk_ ? zk_->leader() : redis_master();
   if (leader.empty()) {
     detail = "leader: none answers as leader now; nothing is cut";
     return {};
@@ -307,9 +357,12 @@ std::pair<std::vector<std::string>, std::vector<std::string>> RealRun::resolve_s
   std::vector<std::string> a, b;
   if (const auto split = parse_fault_split(fs.split)) {
     // The simulator's rule (scenarios/runner.hpp, split_side_a): members in spawn order, the leader's index.
+    // Redis: the service's processes as it declares them, the sentinel too (redis1, replica1, sentinel1).
     std::vector<std::string> members;
     for (const auto& [name, port] : server_ports())
-      if ((etcd_ && etcd_->has(name)) || (zk_ && zk_->has(name))) members.push_back(name);
+      if ((etcd_ && etcd_->has(name)) || (zk_ && zk_->has(name)) ||
+          (sentinel_ && (name == "redis1" || name == "replica1" || name == "sentinel1")))
+        members.push_back(name);
     const std::size_t n = members.size();
     const std::size_t at =
         static_cast<std::size_t>(std::find(members.begin(), members.end(), leader) - members.begin());
@@ -340,7 +393,11 @@ void RealRun::end_network(const Action& act) {
     cut_by_.erase(it);
     trace(TraceKind::network, "", "heal", partition_names_[act.armed]);
     partition_names_.erase(act.armed);
-    if (etcd_ || zk_) trace(TraceKind::note, "", "leader-at-heal", etcd_ ? etcd_->leader() : zk_->leader());
+    if (etcd_ || zk_ || sentinel_)
+      trace(TraceKind::note, "", "leader-at-heal",
+            etcd_ ? etcd_->leader()
+            : zk_ ? zk_->leader()
+                  : redis_master());
   } else if (act.kind == ActionKind::unspike) {
     for (const auto& [l, d] : spiked_by_[act.armed]) proxy_->set_spike(l, d, 0ns, 0);
     spiked_by_.erase(act.armed);

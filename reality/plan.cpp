@@ -100,6 +100,22 @@ std::uint32_t node_count(const Scenario& sc, const std::string& protocol) {
   return n ? n : 5;
 }
 
+namespace {
+
+/// The protocol's servers talk to each other through the proxy when the scenario needs it (network.cpp,
+/// make_member_links): etcd's and ZooKeeper's members; redis1, replica1 and sentinel1 of a Redis with a
+/// replica.
+bool member_links(const Scenario& sc, const std::string& protocol) {
+  if (is_etcd(protocol) || is_zk(protocol)) return true;
+  return protocol != "redlock" && !is_pg(protocol) && sc.config_for(protocol).replica;
+}
+
+bool redis_member(const std::string& n) {
+  return n == "redis1" || n == "replica1" || n == "sentinel1";
+}
+
+}  // namespace
+
 std::vector<std::string> real_process_names(const Scenario& sc, const std::string& protocol) {
   std::vector<std::string> out;
   for (std::uint32_t i = 1; i <= node_count(sc, protocol); ++i)
@@ -126,7 +142,7 @@ bool fault_applies(const Scenario& sc, const std::string& protocol, const FaultS
   };
   if (f.fault.kind == Fault::Kind::partition) {
     // A split, or a side naming a role, is resolved when it fires; it applies when the protocol has members.
-    const bool members = is_etcd(protocol) || is_zk(protocol);
+    const bool members = member_links(sc, protocol);
     if (!f.split.empty()) return members;
     auto present = [&](const std::vector<std::string>& side) {
       return std::any_of(side.begin(), side.end(), [&](const std::string& n) {
@@ -174,17 +190,16 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
     return std::string("Redlock's nodes are independent masters: it has no replica");
   } else if (cfg.replica) {
     // replica1 replicates from redis1 through the proxy with the replication_delay; a real sentinel fails
-    // over (reality/sentinel.hpp). Faults on the replica or the sentinel, and a restarted master coming back
-    // as the sentinel's replica, are not run yet.
+    // over (reality/sentinel.hpp). Partitions, heals and delay spikes run on the proxy's links between
+    // redis1, replica1 and sentinel1 (network.cpp); a crash, pause or restart of the replica or the
+    // sentinel, and a restarted master coming back as the sentinel's replica, are not run yet.
     for (const FaultSpec& f : sc.faults) {
       if (!fault_applies(sc, protocol, f)) continue;
+      const bool network = f.fault.kind == Fault::Kind::partition || f.fault.kind == Fault::Kind::heal ||
+                           f.fault.kind == Fault::Kind::delay_spike;
       for (const std::string* n : {&f.target, &f.peer})
-        if (*n == "replica1" || *n == "sentinel1")
+        if (!network && (*n == "replica1" || *n == "sentinel1"))
           return fmt::format("line {}: a fault on {} is not run for real yet", f.line, *n);
-      for (const auto* side : {&f.side_a, &f.side_b})
-        for (const std::string& n : *side)
-          if (n == "replica1" || n == "sentinel1")
-            return fmt::format("line {}: a partition naming {} is not run for real yet", f.line, n);
       if (f.fault.kind == Fault::Kind::restart ||
           (f.fault.kind == Fault::Kind::crash && f.fault.duration > 0ns))
         return fmt::format(
@@ -245,9 +260,10 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
     if (x.repeat.repeats() || x.duration_dist)
       return fmt::format("line {}: a repeated fault or one with a drawn duration is not run for real",
                          f.line);
-    // etcd's and ZooKeeper's members are linked through the proxy: a split is resolved from the real
-    // leader when the partition fires (network.cpp).
-    const bool members = is_etcd(protocol) || is_zk(protocol);
+    // etcd's and ZooKeeper's members, and Redis's master, replica and sentinel, are linked through the
+    // proxy: a split is resolved from the real leader (the sentinel's master) when the partition fires
+    // (network.cpp).
+    const bool members = member_links(sc, protocol);
     if ((!f.split.empty() && !(members && x.kind == Fault::Kind::partition)) || !f.more_targets.empty())
       return fmt::format("line {}: a fault with roles or several targets is not run for real", f.line);
     if (x.when.kind != Trigger::Kind::at && x.when.kind != Trigger::Kind::note)
@@ -289,7 +305,8 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
       case Fault::Kind::partition: {
         // Through the proxy: the links between a client and a server (or the store), and with etcd or
         // ZooKeeper the links between two members (each ordered pair: network.cpp). Redis nodes talk to each
-        // other only through the replication link, whose partitions are not run yet.
+        // other only through the replication link and the sentinel's links: with a replica, those are member
+        // links too; a Redis server and the store never talk.
         const auto names = real_process_names(sc, protocol);
         const auto real = [&](const std::string& n) {
           return std::find(names.begin(), names.end(), n) != names.end();
@@ -301,7 +318,10 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
                                  n);
         for (const std::string& a : f.side_a)
           for (const std::string& b : f.side_b)
-            if (!members && real(a) && real(b) && !is_client(sc, a) && !is_client(sc, b))
+            if (real(a) && real(b) && !is_client(sc, a) && !is_client(sc, b) &&
+                !(members && (is_etcd(protocol) || is_zk(protocol) ||
+                              ((redis_member(a) || a == sc.resource_name) &&
+                               (redis_member(b) || b == sc.resource_name)))))
               return fmt::format(
                   "line {}: a partition between {} and {} cuts a server-to-server link, which the proxy "
                   "does not carry (only client-to-server links)",
@@ -319,7 +339,8 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
         if (!f.target.empty() && f.target != "*" && !f.peer.empty() && f.peer != "*" &&
             is_client(sc, f.target) == is_client(sc, f.peer) &&
             !(members && !is_client(sc, f.target) && f.target != sc.resource_name &&
-              f.peer != sc.resource_name))
+              f.peer != sc.resource_name &&
+              (is_etcd(protocol) || is_zk(protocol) || (redis_member(f.target) && redis_member(f.peer)))))
           return fmt::format(
               "line {}: a delay spike between {} and {} is not on a client-to-server link, the only links "
               "the proxy carries",

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -99,8 +100,10 @@ class RealRun {
 
   void restart(RedisServer& s);
 
-  /// redis, redis+incr with replica = true: replica1 (a redis-server replicating from redis1 through
-  /// repl_proxy_, its initial sync done) and sentinel1 (knowing replica1), before time 0.
+  /// redis, redis+incr with replica = true: replica1 (a redis-server replicating from redis1 through the
+  /// proxy, its initial sync done) and sentinel1 (knowing replica1), before time 0. When the scenario needs
+  /// the proxy, the sentinel's links and the replication link are member links of proxy_ (network.cpp);
+  /// else the replication link is repl_proxy_'s only one.
   void start_replica(const ProtocolConfig& cfg);
   /// At time 0: the replication stream's master→replica direction held replication_delay per chunk.
   void lag_replication(const ProtocolConfig& cfg);
@@ -114,8 +117,14 @@ class RealRun {
   /// Makes the proxy's links (each client × each server and the store) with the scenario's delays.
   void make_proxy();
   /// etcd, ZooKeeper: the proxy's links between members (each ordered pair), made and started before the
-  /// members start, so a partition or a delay spike between two members runs on them.
+  /// members start, so a partition or a delay spike between two members runs on them. Redis with a replica
+  /// (servers_ = redis1, replica1, constructed, not started): an entry link per server, whose connections
+  /// go to the link of the dialing process (replica1 -> redis1, sentinel1 -> redis1, sentinel1 -> replica1,
+  /// redis1 -> replica1); redis_entry_ports_ their ports.
   void make_member_links();
+  /// Redis with a replica and member links: the member the sentinel names master now (redis1 when it does
+  /// not answer); empty without a sentinel.
+  std::string redis_master() const;
   /// A note with the bytes (dialer -> listener / back) and connections each member link carried.
   void trace_member_links();
   /// A partition's sides with roles and `split` resolved from the real cluster's leader now (side a, side
@@ -155,7 +164,19 @@ class RealRun {
   std::unique_ptr<StoreServer> store_;
   std::unique_ptr<Proxy> proxy_;
   std::unique_ptr<RedisSentinel> sentinel_;
-  std::unique_ptr<Proxy> repl_proxy_;  ///< the replication stream redis1 → replica1 (one link, index 0)
+  std::unique_ptr<Proxy> repl_proxy_;  ///< the replication stream redis1 → replica1 without proxy_ (one link)
+  Proxy* repl_ = nullptr;              ///< the proxy carrying the replication stream: repl_proxy_ or proxy_
+  std::size_t repl_link_ = 0;          ///< its link replica1 -> redis1
+  /// Redis with a replica and member links: the entry links' ports of redis1 and replica1, the ports the
+  /// sentinel monitors and names (empty without member links).
+  std::vector<std::uint16_t> redis_entry_ports_;
+  /// The Redis processes (redis1, replica1, sentinel1) by pid as they start, for the entry links'
+  /// classifiers (on the proxy's thread).
+  struct Pids {
+    std::mutex mu;
+    std::vector<std::pair<std::string, pid_t>> v;
+  };
+  std::shared_ptr<Pids> redis_pids_ = std::make_shared<Pids>();
   std::map<std::pair<std::string, std::string>, std::size_t> proxy_links_;  ///< (client, server) -> link
   std::map<std::pair<std::size_t, int>, int> cut_count_;  ///< (link, direction): partitions cutting it
   std::map<std::size_t, std::vector<std::pair<std::size_t, Proxy::Dir>>> cut_by_;  ///< armed -> its cuts

@@ -72,6 +72,8 @@ void RedisServer::start() {
     // The replica answers reads with what it has (before its first sync too); writes are refused.
     args.insert(args.end(), {"--replica-serve-stale-data", "yes"});
   }
+  if (opts_.announce_port)
+    args.insert(args.end(), {"--replica-announce-port", std::to_string(opts_.announce_port)});
   pid_ = spawn_server(std::move(args));
   const std::int64_t deadline = mono_ns() + 5'000'000'000;
   for (;;) {

@@ -33,6 +33,9 @@ struct RedisOptions {
   /// Non-zero: started as a replica of 127.0.0.1:`replicaof` (`--replicaof`), the port of the proxy's link
   /// towards its master, so the replication stream goes through the proxy.
   std::uint16_t replicaof = 0;
+  /// Non-zero: the port a replica announces to its master (`--replica-announce-port`), which the master's
+  /// INFO lists and the sentinel dials: the proxy's entry link towards it.
+  std::uint16_t announce_port = 0;
 };
 
 /// Thrown when a server cannot be started; says why (the apt package when the binary is missing).
@@ -53,6 +56,9 @@ class RedisServer {
   pid_t pid() const { return pid_; }
   std::uint16_t port() const { return port_; }
   const std::string& name() const { return opts_.name; }
+  /// RedisOptions::announce_port from the next start() on (the proxy's port towards this server is made
+  /// once its own port is known).
+  void announce(std::uint16_t port) { opts_.announce_port = port; }
   /// Runs one command on the server (setup: the INCR counter's start); throws StartError on failure.
   void command(const std::vector<std::string>& argv);
   /// A field of `INFO section` ("master_link_status" of "replication"); empty when the server does not

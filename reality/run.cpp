@@ -138,7 +138,7 @@ RunOutput RealRun::run() {
   const std::int64_t m1 = mono_ns(), r = real_ns(), m2 = mono_ns();
   t0_ = m1 + (m2 - m1) / 2;
   real0_ = r;
-  if (repl_proxy_) lag_replication(cfg);
+  if (repl_) lag_replication(cfg);
   store_ = std::make_unique<StoreServer>(mode == ResourceMode::fenced, t0_);
   if (needs_proxy(sc_, protocol_)) make_proxy();  // its listening ports before the clients are forked
   for (const ClientSpec& c : sc_.clients) fork_client(c, cfg, n);
@@ -173,8 +173,10 @@ void RealRun::fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::u
   plan.send_tokens = fenced_;
   for (auto& s : servers_) plan.ports.push_back(s->port());
   if (sentinel_) {
-    plan.sentinel_port = sentinel_->port();
-    plan.real_ports = plan.ports;
+    // Through the client's own link to sentinel1 when the links are proxied; the sentinel names the ports it
+    // monitors (the entry links' when the Redis processes are linked through the proxy).
+    plan.sentinel_port = port_for(c.name, "sentinel1", sentinel_->port());
+    plan.real_ports = redis_entry_ports_.empty() ? plan.ports : redis_entry_ports_;
   }
   if (etcd_) plan.ports = etcd_->client_ports();
   if (pg_) {
@@ -239,16 +241,38 @@ void RealRun::fork_client(const ClientSpec& c, const ProtocolConfig& cfg, std::u
 
 void RealRun::start_replica(const ProtocolConfig& cfg) {
   RedisServer& master = *servers_.at(0);
-  // The replication stream through a proxy link of its own (replica1 connects to it as to its master), so
-  // its master→replica direction can lag; the client links' proxy (network.cpp) is another one.
-  repl_proxy_ = std::make_unique<Proxy>(sc_.seed ^ 0x7265706c);
-  repl_proxy_->add_link("replica1", master.name(), master.port());
-  repl_proxy_->start();
+  {
+    std::lock_guard<std::mutex> lock(redis_pids_->mu);
+    redis_pids_->v.emplace_back(master.name(), master.pid());
+  }
   RedisOptions ro{"replica1", cfg.aof, cfg.fsync};
-  ro.replicaof = repl_proxy_->port(0);
+  const bool linked = needs_proxy(sc_, protocol_);
+  if (!linked) {
+    // The replication stream through a proxy link of its own (replica1 connects to it as to its master), so
+    // its master→replica direction can lag; the client links' proxy (network.cpp) is another one. The
+    // sentinel talks to both servers directly.
+    repl_proxy_ = std::make_unique<Proxy>(sc_.seed ^ 0x7265706c);
+    repl_link_ = repl_proxy_->add_link("replica1", master.name(), master.port());
+    repl_proxy_->start();
+    repl_ = repl_proxy_.get();
+    ro.replicaof = repl_proxy_->port(repl_link_);
+  }
   servers_.push_back(std::make_unique<RedisServer>(ro, dir_.path() + "/replica1"));
   RedisServer& replica = *servers_.back();
+  // Every link between redis1, replica1 and sentinel1 through proxy_ (network.cpp): replica1 replicates
+  // from redis1's entry port and announces its own entry port, which the sentinel reads in redis1's INFO.
+  if (linked) {
+    make_member_links();
+    replica.announce(redis_entry_ports_.at(1));
+  }
   replica.start();
+  {
+    std::lock_guard<std::mutex> lock(redis_pids_->mu);
+    redis_pids_->v.emplace_back(replica.name(), replica.pid());
+  }
+  // Made a replica once its pid is known: its connection to the entry port is given to its own link.
+  const std::uint16_t upstream = linked ? redis_entry_ports_.at(0) : ro.replicaof;
+  if (linked) replica.command({"REPLICAOF", "127.0.0.1", std::to_string(upstream)});
   listeners_.push_back(std::make_unique<RecordListener>("replica1", replica.port()));
   listeners_.back()->wait_subscribed();
   // Its initial sync done before time 0.
@@ -256,15 +280,21 @@ void RealRun::start_replica(const ProtocolConfig& cfg) {
   while (replica.info("replication", "master_link_status") != "up") {
     check_interrupted();
     if (mono_ns() > deadline)
-      throw StartError(fmt::format("replica1: no master_link_status:up within 10 s (replica of 127.0.0.1:{})",
-                                   ro.replicaof));
+      throw StartError(
+          fmt::format("replica1: no master_link_status:up within 10 s (replica of 127.0.0.1:{})", upstream));
     ::usleep(10'000);
   }
   const std::int64_t synced = mono_ns();
-  // sentinel1 talks to both servers directly; down-after-milliseconds is the scenario's failover_after.
+  // down-after-milliseconds is the scenario's failover_after. The sentinel monitors redis1 where replica1
+  // replicates from it (else the sentinel would "fix" replica1's master address: +fix-slave-config).
   const std::int64_t down_after = std::max<std::int64_t>(1, cfg.failover_after.count() / 1'000'000);
-  sentinel_ = std::make_unique<RedisSentinel>(dir_.path() + "/sentinel1", master.port(), down_after,
-                                              std::max<std::int64_t>(1000, 2 * down_after));
+  sentinel_ = std::make_unique<RedisSentinel>(dir_.path() + "/sentinel1", linked ? upstream : master.port(),
+                                              down_after, std::max<std::int64_t>(1000, 2 * down_after));
+  auto pids = redis_pids_;
+  sentinel_->on_spawn([pids](pid_t pid) {
+    std::lock_guard<std::mutex> lock(pids->mu);
+    pids->v.emplace_back("sentinel1", pid);
+  });
   sentinel_->start(1);
   out_.history.service_nodes.push_back("replica1");
   names_.push_back("replica1");
@@ -275,13 +305,13 @@ void RealRun::start_replica(const ProtocolConfig& cfg) {
       TraceKind::note, "sentinel1", "sentinel",
       fmt::format("replica1 synced through port {} in {:.0f} ms; sentinel on port {} knew it {:.0f} ms later "
                   "(down-after-milliseconds {})",
-                  ro.replicaof, static_cast<double>(synced - sync_start) / 1e6, sentinel_->port(),
+                  upstream, static_cast<double>(synced - sync_start) / 1e6, sentinel_->port(),
                   static_cast<double>(mono_ns() - synced) / 1e6, down_after),
       0);
 }
 
 void RealRun::lag_replication(const ProtocolConfig& cfg) {
-  repl_proxy_->set_delay(0, Proxy::Dir::down, Dist::constant_of(cfg.replication_delay));
+  repl_->set_delay(repl_link_, Proxy::Dir::down, Dist::constant_of(cfg.replication_delay));
   trace(TraceKind::note, "replica1", "replication-lag",
         fmt::format("redis1->replica1 held {} ms per chunk", cfg.replication_delay.count() / 1'000'000), 0);
 }

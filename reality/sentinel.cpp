@@ -86,6 +86,7 @@ void RedisSentinel::start(std::size_t replicas, std::int64_t wait_ms) {
   }
   std::vector<std::string> args = {bin, conf, "--sentinel"};
   pid_ = spawn_server(std::move(args));
+  if (on_spawn_) on_spawn_(pid_);
   const std::int64_t deadline = mono_ns() + wait_ms * 1'000'000;
   for (;;) {
     int status = 0;

@@ -2,7 +2,8 @@
 // the proxy with the scenario's replication_delay, redis1 is SIGKILLed before the lock key reached replica1,
 // the real sentinel promotes replica1 and client2 acquires there. Also: a replica's copy of its master's
 // grant record is not a set on the replica, and nothing is left behind (a run, Ctrl-C, a sentinel that does
-// not start).
+// not start). And the catalog's partition-the-leader: redis1 cut off from its replica, its sentinel and the
+// clients through the proxy's links between them (split = "minority" resolved from the sentinel's master).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <regex>
 #include <string>
 
 #include "leftovers.hpp"
@@ -91,6 +93,76 @@ TEST(RealFailover, TheAsyncFailoverIsUnsafeAsSimulatedWithClient2GrantedByThePro
   EXPECT_EQ(processes_with_tmpdir(tmp), 0);
   EXPECT_TRUE(fs::is_empty(tmp));
   fs::remove_all(tmp);
+}
+
+std::string note_of(const RunOutput& r, const std::string& label) {
+  for (const TraceEvent& e : r.trace)
+    if (e.label == label) return e.detail;
+  return {};
+}
+
+std::string partition_of(const RunOutput& r) {
+  for (const TraceEvent& e : r.trace)
+    if (e.kind == TraceKind::network && e.label == "partition") return e.detail;
+  return {};
+}
+
+/// Connections the proxy-member-links note counts on link `link` ("sentinel1->redis1"); -1: no such link.
+int connections_on(const RunOutput& r, const std::string& link) {
+  const std::string d = note_of(r, "proxy-member-links");
+  std::smatch m;
+  if (!std::regex_search(d, m, std::regex(link + " [0-9]+/[0-9]+ bytes in ([0-9]+) connection"))) return -1;
+  return std::stoi(m[1]);
+}
+
+TEST(RealFailover, PartitionTheLeaderCutsTheMasterOffItsSentinelAndReplicaAsSimulated) {
+  NEED_REDIS();
+  const Scenario sc = load_scenario("partition-the-leader");
+  ASSERT_FALSE(not_reproducible(sc, "redis").has_value()) << *not_reproducible(sc, "redis");
+  ASSERT_TRUE(needs_proxy(sc, "redis"));
+  const RunOutput real = run_real(sc, "redis");
+  const RunOutput sim = run_scenario(sc, "redis");
+  EXPECT_TRUE(no_children());
+  EXPECT_EQ(real.verdict(), sim.verdict());
+  EXPECT_FALSE(real.check.safe);
+  // The split resolved from the master the sentinel named when client1's grant landed, by the simulator's
+  // rule over redis1, replica1, sentinel1: redis1 alone, named as the simulator names it.
+  EXPECT_EQ(note_of(real, "partition-sides"), "split=minority leader=redis1");
+  EXPECT_EQ(partition_of(real), partition_of(sim));
+  EXPECT_EQ(partition_of(real), "#1 redis1 | replica1,sentinel1,store,client1,client2");
+  const std::string cuts = note_of(real, "proxy-cut");
+  for (const char* c : {"redis1<->replica1", "redis1<->sentinel1", "redis1<->client1", "redis1<->client2"})
+    EXPECT_NE(cuts.find(c), std::string::npos) << c << " not in " << cuts;
+  EXPECT_EQ(cuts.find("replica1<->sentinel1"), std::string::npos) << cuts;
+  // The sentinel and the replica reached redis1 through their own links (none left on the entry links).
+  EXPECT_GT(connections_on(real, "replica1->redis1"), 0) << note_of(real, "proxy-member-links");
+  EXPECT_GT(connections_on(real, "sentinel1->redis1"), 0) << note_of(real, "proxy-member-links");
+  EXPECT_GT(connections_on(real, "sentinel1->replica1"), 0) << note_of(real, "proxy-member-links");
+  EXPECT_EQ(note_of(real, "proxy-unattributed"), "");
+  // The sentinel promoted replica1 during the cut, and client2 was granted there; client1's key stayed on
+  // redis1 (the cut held its copy).
+  const History& h = real.history;
+  const GrantRecord* g1 = grant_of(h, "client1");
+  const GrantRecord* g2 = grant_of(h, "client2");
+  ASSERT_NE(g1, nullptr);
+  ASSERT_NE(g2, nullptr);
+  const auto promoted = std::find_if(real.trace.begin(), real.trace.end(),
+                                     [](const TraceEvent& e) { return e.label == "+promoted-slave"; });
+  ASSERT_NE(promoted, real.trace.end());
+  EXPECT_GT(promoted->time, g1->granted);
+  EXPECT_LE(promoted->time, g2->granted + 100ms);
+  int on_replica1 = 0;
+  for (const auto& s : h.service_sets) {
+    if (s.value == g1->value) {
+      EXPECT_EQ(s.node, "redis1");
+    }
+    if (s.value == g2->value) {
+      EXPECT_EQ(s.node, "replica1");
+      ++on_replica1;
+    }
+  }
+  EXPECT_EQ(on_replica1, 1);
+  EXPECT_EQ(note_of(real, "leader-at-end"), "replica1");
 }
 
 TEST(RealFailover, TheIncrTokenRepeatsAfterTheFailover) {
