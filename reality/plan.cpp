@@ -255,6 +255,13 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
         return fmt::format("client {}: its program has a step the real client does not run yet", c.name);
   }
   for (const FaultSpec& f : sc.faults) {
+    // The simulator resolves a split from whichever process leads, for every protocol; a real run only where
+    // the servers are linked through the proxy. Elsewhere it would silently not be applied: say so instead.
+    if (!f.split.empty() && !member_links(sc, protocol))
+      return fmt::format(
+          "line {}: a split (sides from the leader) is not run for real with {}: its servers are not linked "
+          "through the proxy (etcd, ZooKeeper, a Redis with a replica are)",
+          f.line, protocol);
     if (!fault_applies(sc, protocol, f)) continue;
     const Fault& x = f.fault;
     if (x.repeat.repeats() || x.duration_dist)

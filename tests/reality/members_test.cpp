@@ -146,10 +146,11 @@ TEST(RealityPlan, PartitionsBetweenMembersAndLeaderSplitsRunForReal) {
     EXPECT_FALSE(not_reproducible(pl, protocol).has_value()) << protocol;
     EXPECT_TRUE(needs_proxy(pl, protocol)) << protocol;
   }
-  // Redis has no member links: a split stays refused there (and it is not applied: no members).
+  // A Redis without a replica has no member links: the split is refused with its reason, not dropped.
   const auto redis = not_reproducible(pl, "redis");
-  EXPECT_TRUE(!redis || redis->find("split") == std::string::npos ||
-              redis->find("roles") != std::string::npos);
+  ASSERT_TRUE(redis.has_value());
+  EXPECT_NE(redis->find("a split (sides from the leader) is not run for real with redis"), std::string::npos)
+      << *redis;
 }
 
 }  // namespace
