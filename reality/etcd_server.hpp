@@ -1,6 +1,6 @@
 #pragma once
-/// A real 3-member etcd cluster (Debian: etcd-server, etcd 3.4) on free 127.0.0.1 ports, each member in a
-/// folder of its own under the run's temporary folder, started and killed by locksim, and the watcher that
+/// A real 3- or 5-member etcd cluster (Debian: etcd-server, etcd 3.4) on free 127.0.0.1 ports, each member in
+/// a folder of its own under the run's temporary folder, started and killed by locksim, and the watcher that
 /// collects the lock's holders from etcd itself.
 ///
 /// Ground truth from the service: a thread of the parent watches the lock's keys (etcd's v3lock keys

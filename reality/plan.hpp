@@ -9,8 +9,8 @@
 namespace locksim::reality {
 
 /// The protocols that have real servers here: redis, redis+incr, redlock (redis-server), lease and
-/// lease+fence (a 3-member etcd cluster), db-lease and db-lease+fence (PostgreSQL), zookeeper and
-/// zookeeper+fence (a 3-member ZooKeeper ensemble).
+/// lease+fence (a 3- or 5-member etcd cluster), db-lease and db-lease+fence (PostgreSQL), zookeeper and
+/// zookeeper+fence (a 3- or 5-member ZooKeeper ensemble).
 std::vector<std::string> real_protocols();
 /// lease and lease+fence: run against etcd.
 bool is_etcd(const std::string& protocol);

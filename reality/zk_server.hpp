@@ -1,8 +1,8 @@
 #pragma once
-/// A real 3-member ZooKeeper ensemble (Debian: zookeeper, ZooKeeper 3.8) on free 127.0.0.1 ports: each member
-/// its own `java ... QuorumPeerMain zoo.cfg` process in a folder of its own under the run's temporary folder
-/// (its zoo.cfg, its dataDir with myid, its log), started and killed by locksim. Readiness and the leader are
-/// read with the `srvr` four-letter command (4lw.commands.whitelist=*), over a plain socket.
+/// A real 3- or 5-member ZooKeeper ensemble (Debian: zookeeper, ZooKeeper 3.8) on free 127.0.0.1 ports: each
+/// member its own `java ... QuorumPeerMain zoo.cfg` process in a folder of its own under the run's temporary
+/// folder (its zoo.cfg, its dataDir with myid, its log), started and killed by locksim. Readiness and the
+/// leader are read with the `srvr` four-letter command (4lw.commands.whitelist=*), over a plain socket.
 ///
 /// The grants' ground truth comes from ZooKeeper itself: ZkRecorder (zk_client.hpp) is a session of the
 /// parent that watches the lock parent's children and records each node that becomes the lowest.

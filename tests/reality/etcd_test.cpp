@@ -1,4 +1,4 @@
-// Real runs against a 3-member etcd cluster (lease, lease+fence) judged by the simulator's checker: the
+// Real runs against a 3- or 5-member etcd cluster (lease, lease+fence) judged by the simulator's checker: the
 // verdicts the catalog expects, the ground truth they rest on (the store's log, etcd's own watch events), and
 // nothing left behind: no process, port or folder after a run, a failed start, or Ctrl-C.
 #include <fcntl.h>
