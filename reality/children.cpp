@@ -19,8 +19,13 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -146,22 +151,87 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-std::uint16_t free_loopback_port() {
+namespace {
+
+/// Whether 127.0.0.1:port can be bound now (a listener or a socket in TIME_WAIT there says no).
+bool bindable(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) {
-    const int e = errno;
-    ::close(fd);
-    throw std::system_error(e, std::generic_category(), "bind 127.0.0.1:0");
-  }
+  a.sin_port = htons(port);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   ::close(fd);
-  return ntohs(a.sin_port);
+  return ok;
+}
+
+/// The kernel's range for ports it picks itself (bind to port 0, an outgoing connection).
+std::pair<unsigned, unsigned> ephemeral_range() {
+  unsigned lo = 32768, hi = 60999;
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  unsigned a = 0, b = 0;
+  if (in >> a >> b && a <= b && b <= 65535) lo = a, hi = b;
+  return {lo, hi};
+}
+
+}  // namespace
+
+std::uint16_t free_loopback_port() {
+  // A port handed out here is bound by its server only later, so it must not be one the kernel could
+  // give meanwhile to a proxy's listener or an outgoing connection: it comes from outside the ephemeral
+  // range, and never twice in one process.
+  static std::mutex mu;
+  static std::set<std::uint16_t> given;
+  static std::uint64_t state = 0;
+  std::lock_guard lock(mu);
+  if (state == 0)
+    state = (static_cast<std::uint64_t>(::getpid()) << 32) ^ static_cast<std::uint64_t>(mono_ns()) ^
+            0x9e3779b97f4a7c15ULL;  // wall time: spreads concurrent processes over the range
+  const auto [lo, hi] = ephemeral_range();
+  std::vector<std::pair<unsigned, unsigned>> spans;  // inclusive, outside the ephemeral range
+  if (lo > 10'000) spans.push_back({10'000, lo - 1});
+  if (hi < 65'000) spans.push_back({hi + 1, 65'000});
+  unsigned total = 0;
+  for (const auto& [a, b] : spans) total += b - a + 1;
+  if (total >= 1'000) {
+    for (int attempt = 0; attempt < 4'096; ++attempt) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      unsigned k = static_cast<unsigned>((state >> 33) % total);
+      std::uint16_t port = 0;
+      for (const auto& [a, b] : spans) {
+        if (k <= b - a) {
+          port = static_cast<std::uint16_t>(a + k);
+          break;
+        }
+        k -= b - a + 1;
+      }
+      if (given.count(port) == 0 && bindable(port)) {
+        given.insert(port);
+        return port;
+      }
+    }
+  }
+  // No room outside the ephemeral range: let the kernel pick, still never the same port twice.
+  for (int attempt = 0; attempt < 1'024; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw std::system_error(e, std::generic_category(), "bind 127.0.0.1:0");
+    }
+    ::close(fd);
+    const std::uint16_t port = ntohs(a.sin_port);
+    if (given.insert(port).second) return port;
+  }
+  throw std::runtime_error("no free loopback port left");
 }
 
 bool port_open(std::uint16_t port) {
@@ -217,10 +287,11 @@ std::string find_program(const std::string& name) {
   return {};
 }
 
-std::string log_tail(const std::string& file, std::size_t lines) {
+std::string log_tail(const std::string& file, std::size_t lines, std::string_view skip) {
   std::ifstream in(file);
   std::vector<std::string> all;
-  for (std::string line; std::getline(in, line);) all.push_back(line);
+  for (std::string line; std::getline(in, line);)
+    if (skip.empty() || line.find(skip) == std::string::npos) all.push_back(line);
   std::string out;
   for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += all[i] + "\n";
   return out;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace locksim::reality {
@@ -75,7 +76,9 @@ class TempDir {
   std::string path_;
 };
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and closed).
+/// A TCP port on 127.0.0.1 that was free a moment ago, outside the kernel's ephemeral range (so no
+/// listener bound to port 0 nor outgoing connection takes it before its server binds it), and never
+/// handed out twice by one process.
 std::uint16_t free_loopback_port();
 /// Whether something accepts TCP connections on 127.0.0.1:port now.
 bool port_open(std::uint16_t port);
@@ -90,8 +93,9 @@ void sleep_until_ns(std::int64_t deadline_ns);
 /// Where `name` is on $PATH (empty: nowhere).
 std::string find_program(const std::string& name);
 
-/// The last `lines` lines of a server's log file, each ending in a newline (empty when it cannot be read):
-/// what an error about a server that would not start shows.
-std::string log_tail(const std::string& file, std::size_t lines = 5);
+/// The last `lines` lines of a server's log file, each ending in a newline (empty when it cannot be read),
+/// leaving out lines holding `skip` (a server's answers to our own polling): what an error about a server
+/// that would not start shows.
+std::string log_tail(const std::string& file, std::size_t lines = 5, std::string_view skip = {});
 
 }  // namespace locksim::reality

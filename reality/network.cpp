@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -18,6 +19,10 @@
 namespace locksim::reality::detail {
 
 namespace {
+
+/// How long a connection to a ZooKeeper member's quorum port waits for it to listen (a follower's own
+/// retries last initLimit ticks: 20 s here).
+constexpr std::chrono::seconds kQuorumPatience{5};
 
 bool on(const std::vector<std::string>& side, const std::string& n) {
   return std::find(side.begin(), side.end(), n) != side.end();
@@ -130,6 +135,9 @@ void RealRun::make_member_links() {
       for (const auto& to : peers) {
         if (from.name == to.name) continue;
         const std::size_t q = link(from.name, to.name, to.quorum, false, "quorum");
+        // A leader opens its quorum port once elected; a follower that dials it first is refused and
+        // retries (for initLimit ticks): the proxy waits for the port rather than close the connection.
+        proxy_->set_connect_patience(q, kQuorumPatience);
         const std::size_t e = link(from.name, to.name, to.election, false, "election");
         election[{from.name, to.name}] = e;
         zk_->route(from.name, to.name, proxy_->port(q), proxy_->port(e));

@@ -22,6 +22,8 @@ namespace {
 constexpr std::size_t kChunk = 64 * 1024;
 /// What the proxy holds per direction before it stops reading the sender (its socket buffers then fill).
 constexpr std::size_t kMaxHeld = 4 * 1024 * 1024;
+/// How often a connection waiting for its server to listen tries again.
+constexpr std::int64_t kConnectRetryNs = 20'000'000;
 
 int listen_loopback(std::uint16_t& port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -79,6 +81,7 @@ struct Proxy::Conn {
   bool eof[2] = {false, false};      ///< the sender of that direction closed
   bool shut[2] = {false, false};     ///< that direction's FIN was passed on
   bool started[2] = {false, false};  ///< that direction's first chunk was read
+  std::int64_t accepted_at = 0;      ///< mono_ns of the accept
   bool dead = false;
 };
 
@@ -142,6 +145,11 @@ const std::string& Proxy::from(std::size_t link) const {
 }
 const std::string& Proxy::to(std::size_t link) const {
   return links_.at(link)->to;
+}
+
+void Proxy::set_connect_patience(std::size_t link, std::chrono::nanoseconds patience) {
+  std::lock_guard lock(mu_);
+  links_.at(link)->patience_ns = patience.count();
 }
 
 void Proxy::retarget(std::size_t link, std::uint16_t target) {
@@ -269,6 +277,10 @@ void Proxy::loop() {
         if (c.fd[1] < 0 && !l.dir[0].cut) {
           c.fd[1] = connect_loopback(l.target);
           if (c.fd[1] < 0) {  // refused: the server is down; the client sees its connection closed
+            if (now - c.accepted_at < l.patience_ns) {  // or not listening yet: tried again shortly
+              next = std::min(next, now + kConnectRetryNs);
+              continue;
+            }
             c.dead = true;
             continue;
           }
@@ -317,6 +329,7 @@ void Proxy::loop() {
             if (const auto to = l.classify(fd); to && *to < links_.size()) c->link = *to;
           ++links_[c->link]->accepted;
           c->fd[0] = fd;
+          c->accepted_at = mono_ns();
           conns_.push_back(std::move(c));
           ++open_;
         }

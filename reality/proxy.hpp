@@ -67,6 +67,11 @@ class Proxy {
   std::uint16_t port(std::size_t link) const;
   const std::string& from(std::size_t link) const;
   const std::string& to(std::size_t link) const;
+  /// A connection accepted on that link while its server does not listen is connected onward once it does,
+  /// within `patience` of the accept, instead of being closed at once (the default): the port a member dials
+  /// before its peer opened it. A ZooKeeper leader opens its quorum port only once elected, and a follower
+  /// that finds it refused retries; accepted and then closed by the proxy, it would give the leader up.
+  void set_connect_patience(std::size_t link, std::chrono::nanoseconds patience);
   /// Points a link at another port of its server (a server restarted on a new port); new connections only.
   void retarget(std::size_t link, std::uint16_t target);
 
@@ -107,6 +112,7 @@ class Proxy {
     Classifier classify;
     std::string rewrite_from[2], rewrite_to[2];
     std::atomic<std::uint64_t> accepted{0};
+    std::int64_t patience_ns = 0;
     Control dir[2];
   };
   struct Conn;

@@ -167,7 +167,7 @@ void ZkEnsemble::kill_all() {
 void ZkEnsemble::fail(const std::string& why) {
   std::string tails;
   for (const Member& m : members_)
-    tails += fmt::format("{}:\n{}", m.name, log_tail(m.dir + "/zookeeper.log"));
+    tails += fmt::format("{}:\n{}", m.name, log_tail(m.dir + "/zookeeper.log", 8, "srvr command"));
   if (recorder_) recorder_->stop();
   kill_all();
   check_interrupted();

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 
 #include "leftovers.hpp"
@@ -87,6 +88,19 @@ TEST(RealCleanup, CtrlCInTheMiddleOfARunKillsEverything) {
   // Five servers up, client1 acquired and paused (SIGSTOP) for 7.5 s: the middle of the run. Processes:
   // locksim, 5 redis-server, at least 1 client.
   interrupt_mid_run("sigint", {"reality", "kleppmann-gc-pause", "-p", "redlock", "--time-scale", "0.5"}, 7);
+}
+
+TEST(RealPorts, HandedOutPortsAreDistinctBindableAndNotOnesTheKernelPicksItself) {
+  // A server binds its port a while after it was chosen; meanwhile proxies listen on kernel-picked ports
+  // and clients connect out. Neither may land on a chosen port, nor may one port be chosen twice.
+  unsigned lo = 32768, hi = 60999;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> lo >> hi;
+  std::set<std::uint16_t> seen;
+  for (int i = 0; i < 2'000; ++i) {
+    const std::uint16_t p = free_loopback_port();
+    EXPECT_TRUE(seen.insert(p).second) << "port " << p << " handed out twice";
+    EXPECT_TRUE(p < lo || p > hi) << "port " << p << " is in the ephemeral range " << lo << ".." << hi;
+  }
 }
 
 }  // namespace

@@ -36,15 +36,16 @@ using namespace std::chrono_literals;
 using leftovers::no_children;
 namespace fs = std::filesystem;
 
-/// An echo server on a loopback port: one thread, every connection's bytes sent back as they come; counts
-/// what it received.
+/// An echo server on a loopback port (`port`, 0: any): one thread, every connection's bytes sent back as
+/// they come; counts what it received.
 class Echo {
  public:
-  Echo() {
+  explicit Echo(std::uint16_t port = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
     socklen_t len = sizeof a;
     ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
     ::listen(fd_, 8);
@@ -245,6 +246,36 @@ TEST(RealProxy, ACutLinkForwardsNothingUntilItHeals) {
   EXPECT_EQ(read_n(late, 5, 2000), "late\n");
   ::close(late);
   ::close(fd);
+}
+
+/// Whether the other side closes `fd` within `timeout_ms` (a read returns end of stream).
+bool closed_within(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  char c;
+  return ::poll(&p, 1, timeout_ms) == 1 && ::read(fd, &c, 1) == 0;
+}
+
+TEST(RealProxy, AConnectionWaitsForItsServerToListenOnlyOnALinkWithPatience) {
+  const std::uint16_t port = free_loopback_port();  // nobody listens there yet
+  Proxy proxy(1);
+  const auto plain = proxy.add_link("client1", "zk3", port);
+  const auto patient = proxy.add_link("zk1", "zk3", port);
+  proxy.set_connect_patience(patient, std::chrono::seconds(3));
+  proxy.start();
+  // Refused onward: the plain link closes the connection it accepted.
+  const int refused = connect_to(proxy.port(plain));
+  ASSERT_GE(refused, 0);
+  EXPECT_TRUE(closed_within(refused, 1000));
+  ::close(refused);
+  // The patient link holds it (and its bytes) until the server listens, then connects it onward.
+  const int waiting = connect_to(proxy.port(patient));
+  ASSERT_GE(waiting, 0);
+  write_all(waiting, "early\n");
+  EXPECT_FALSE(closed_within(waiting, 400));
+  Echo late(port);
+  ASSERT_EQ(late.port(), port);
+  EXPECT_EQ(read_n(waiting, 6, 2000), "early\n");
+  ::close(waiting);
 }
 
 TEST(RealProxy, NothingIsLeftAfterIt) {
