@@ -64,6 +64,11 @@ std::vector<std::uint16_t> EtcdCluster::client_ports() const {
 std::vector<std::uint16_t> EtcdCluster::all_ports() const {
   return {};
 }
+void EtcdCluster::set_paused(const std::string&, bool) {}
+
+pid_t EtcdCluster::pid(const std::string&) const {
+  return -1;
+}
 std::vector<pid_t> EtcdCluster::pids() const {
   return {};
 }

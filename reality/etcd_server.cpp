@@ -104,10 +104,6 @@ std::size_t on_data(char* data, std::size_t size, std::size_t n, void* p) {
   return size * n;
 }
 
-int on_progress(void* p, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  return static_cast<Stream*>(p)->stop->load() ? 1 : 0;
-}
-
 }  // namespace
 
 std::string etcd_missing() {
@@ -270,18 +266,32 @@ void EtcdCluster::watch_loop() {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload.c_str());
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &s);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 500L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_perform(c);  // returns when the member dies or stop_ is set
+    // Until the member dies, stop_ is set, or the member is stopped (SIGSTOP): a stopped member's stream
+    // stalls without closing, so it is left for another's, looked at every 20 ms.
+    const std::uint32_t bit = 1u << at;
+    CURLM* multi = curl_multi_init();
+    curl_multi_add_handle(multi, c);
+    for (int running = 1; running && !stop_ && !(paused_.load() & bit);) {
+      if (curl_multi_perform(multi, &running) != CURLM_OK || !running) break;
+      curl_multi_poll(multi, nullptr, 0, 20, nullptr);
+    }
+    curl_multi_remove_handle(multi, c);
+    curl_multi_cleanup(multi);
     curl_slist_free_all(headers);
     curl_easy_cleanup(c);
     if (!stop_) {
-      at = (at + 1) % watch_ports_.size();  // another member, from the next revision
+      // Another member, not a stopped one, from the next revision.
+      for (std::size_t k = 1; k <= watch_ports_.size(); ++k) {
+        const std::size_t next = (at + k) % watch_ports_.size();
+        if (!(paused_.load() & (1u << next))) {
+          at = next;
+          break;
+        }
+      }
       ::usleep(20'000);
     }
   }
@@ -370,6 +380,22 @@ std::vector<std::pair<std::string, pid_t>> EtcdCluster::live_pids() const {
   std::vector<std::pair<std::string, pid_t>> out;
   for (std::size_t i = 0; i < members_.size(); ++i) out.emplace_back(members_[i].name, live_[i].load());
   return out;
+}
+
+void EtcdCluster::set_paused(const std::string& name, bool paused) {
+  for (std::size_t i = 0; i < watch_names_.size(); ++i)
+    if (watch_names_[i] == name) {
+      if (paused)
+        paused_.fetch_or(1u << i);
+      else
+        paused_.fetch_and(~(1u << i));
+    }
+}
+
+pid_t EtcdCluster::pid(const std::string& name) const {
+  for (const Member& m : members_)
+    if (m.name == name) return m.pid;
+  return -1;
 }
 
 std::vector<pid_t> EtcdCluster::pids() const {

@@ -70,6 +70,11 @@ class EtcdCluster {
   /// Every port of the cluster (client and peer), for the tests.
   std::vector<std::uint16_t> all_ports() const;
   std::vector<pid_t> pids() const;
+  /// Member `name` is stopped (SIGSTOP) or resumed: the watcher leaves a stopped member's stream (it stalls
+  /// without closing) for another member's, and comes back to it only once it runs again.
+  void set_paused(const std::string& name, bool paused);
+  /// The process of member `name` now (-1: not running, or no such member).
+  pid_t pid(const std::string& name) const;
   /// Waits at most `timeout_ns` until the watcher has seen the key with this create revision become the
   /// holder.
   bool wait_record(std::uint64_t revision, std::int64_t timeout_ns) const;
@@ -87,6 +92,7 @@ class EtcdCluster {
   std::vector<Member> members_;
   std::string lock_key_, token_;
   std::atomic<bool> stop_{false};
+  std::atomic<std::uint32_t> paused_{0};  ///< a bit per member (watch order) stopped by the run
   std::atomic<bool> watch_created_{false};
   std::atomic<std::uint64_t> next_revision_{1};
   mutable std::mutex mu_;

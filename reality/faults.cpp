@@ -41,6 +41,10 @@ void RealRun::fire(std::size_t a) {
     }
     return;
   }
+  if (f.kind == Fault::Kind::pause) {
+    pause_server(a, true);
+    return;
+  }
   if (etcd_ && etcd_->has(armed.target)) {
     const std::string& m = armed.target;
     if (f.kind == Fault::Kind::crash && etcd_->running(m)) {
@@ -78,6 +82,37 @@ void RealRun::fire(std::size_t a) {
       restart(*s);
     }
   }
+}
+
+pid_t RealRun::server_pid(const std::string& name) const {
+  for (const auto& s : servers_)
+    if (s->name() == name) return s->pid();
+  if (etcd_ && etcd_->has(name)) return etcd_->pid(name);
+  if (zk_ && zk_->has(name)) return zk_->pid(name);
+  return -1;
+}
+
+void RealRun::pause_server(std::size_t a, bool on) {
+  const std::string& target = armed_[a].target;
+  const Fault& f = armed_[a].spec->fault;
+  if (target == sc_.resource_name) {
+    // The store is a thread of this process: it stops taking requests, and what arrives waits in order.
+    store_->pause(on);
+    if (on)
+      trace(TraceKind::pause, target, "pause", fmt::format("stalled for {} s", format_seconds(f.duration)));
+    else
+      trace(TraceKind::resume, target, "resume", "takes what waited, in arrival order");
+  } else if (const pid_t pid = server_pid(target); pid > 0) {
+    ::kill(pid, on ? SIGSTOP : SIGCONT);
+    if (etcd_ && etcd_->has(target)) etcd_->set_paused(target, on);  // the watcher leaves its stream
+    if (on)
+      trace(TraceKind::pause, target, "pause", fmt::format("SIGSTOP for {} s", format_seconds(f.duration)));
+    else
+      trace(TraceKind::resume, target, "resume", "SIGCONT");
+  } else {
+    return;  // not running (crashed): nothing to pause, nor to resume
+  }
+  if (on) actions_.push_back({now() + f.duration.count(), ActionKind::resume, a});
 }
 
 void RealRun::restart(RedisServer& s) {

@@ -284,7 +284,7 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
         // etcd's leader is found for real (/v3/maintenance/status of each member) when the fault fires.
         if (const auto role = parse_fault_role(f.target);
             role && !((is_etcd(protocol) || is_zk(protocol)) && *role == FaultRole::leader &&
-                      x.kind == Fault::Kind::crash))
+                      x.kind != Fault::Kind::restart))
           return fmt::format("line {}: a role as target is not run for real", f.line);
         if (x.kind != Fault::Kind::pause && is_client(sc, f.target) &&
             (x.kind == Fault::Kind::restart || x.duration > 0ns))
@@ -302,12 +302,14 @@ std::optional<std::string> not_reproducible(const Scenario& sc, const std::strin
               "line {}: not reproducible in reality: a power loss with appendfsync {} drops what the OS had "
               "buffered, and SIGKILL keeps it",
               f.line, cfg.fsync == FsyncPolicy::periodic ? "everysec" : "no");
-        if (is_pg(protocol) && !is_client(sc, f.target))
+        if (is_pg(protocol) && !is_client(sc, f.target) &&
+            !(x.kind == Fault::Kind::pause && f.target == sc.resource_name))
           return fmt::format("line {}: a {} of {} is not run for real yet with the database lease", f.line,
                              to_string(x.kind), f.target);
-        if (x.kind == Fault::Kind::pause && !is_client(sc, f.target))
-          return fmt::format("line {}: only a client is paused for real (SIGSTOP of a server: not yet)",
-                             f.line);
+        // A server's pause is its SIGSTOP; the store's (a thread of the parent) a stall of its queue.
+        if (x.kind != Fault::Kind::pause && f.target == sc.resource_name)
+          return fmt::format("line {}: a {} of the store is not run for real (only its pause)", f.line,
+                             to_string(x.kind));
         break;
       case Fault::Kind::partition: {
         // Through the proxy: the links between a client and a server (or the store), and with etcd or

@@ -99,6 +99,10 @@ class RealRun {
   void fire(std::size_t a);
 
   void restart(RedisServer& s);
+  /// The process of a server (a Redis node, an etcd or ZooKeeper member) now; -1: none running.
+  pid_t server_pid(const std::string& name) const;
+  /// Pauses (SIGSTOP; the store: stalls) or resumes the fault's target server, and arms the resume.
+  void pause_server(std::size_t armed, bool on);
 
   /// redis, redis+incr with replica = true: replica1 (a redis-server replicating from redis1 through the
   /// proxy, its initial sync done) and sentinel1 (knowing replica1), before time 0. When the scenario needs

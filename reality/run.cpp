@@ -44,6 +44,11 @@ RealRun::RealRun(const Scenario& sc, std::string protocol, const RealOptions& op
     : sc_(sc), protocol_(std::move(protocol)), opts_(opts), dir_("locksim-reality-") {}
 
 RealRun::~RealRun() {
+  // A server whose pause outlasts the run runs again first: what closes its sessions (the ZooKeeper
+  // recorder's) waits for its answer.
+  for (const auto& a : armed_)
+    if (a.spec->fault.kind == Fault::Kind::pause && !child(a.target))
+      if (const pid_t pid = server_pid(a.target); pid > 0) ::kill(pid, SIGCONT);
   for (Child& c : children_) {
     kill_and_reap(c.pid);
     if (c.report >= 0) ::close(c.report);
@@ -442,6 +447,8 @@ void RealRun::loop() {
         if (Child* c = child(fs.target); c && c->pid > 0) {
           ::kill(c->pid, SIGCONT);
           trace(TraceKind::resume, c->name, "resume", "SIGCONT");
+        } else if (!child(fs.target)) {
+          pause_server(act.armed, false);
         }
       } else if (RedisServer* s = server(fs.target)) {
         restart(*s);

@@ -39,6 +39,7 @@ StoreServer::StoreServer(bool fenced, std::int64_t t0_ns) : fenced_(fenced), t0_
 
 StoreServer::~StoreServer() {
   if (thread_.joinable()) {
+    stop_ = true;
     const char b = 'x';
     (void)!::write(wake_[1], &b, 1);
     thread_.join();
@@ -50,6 +51,12 @@ StoreServer::~StoreServer() {
 
 void StoreServer::start() {
   thread_ = std::thread([this] { loop(); });
+}
+
+void StoreServer::pause(bool on) {
+  paused_ = on;
+  const char b = 'p';
+  (void)!::write(wake_[1], &b, 1);
 }
 
 std::vector<StoreEntry> StoreServer::log() const {
@@ -93,12 +100,26 @@ std::string StoreServer::handle(const std::string& line) {
 void StoreServer::loop() {
   std::vector<pollfd> fds{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
   std::map<int, std::string> buffers;
+  // Requests that arrived while paused, in arrival order: the connection and the line.
+  std::vector<std::pair<int, std::string>> waiting;
+  const auto answer = [&](int fd, const std::string& line) {
+    const std::string reply = handle(line) + "\n";
+    if (fd >= 0) (void)!::write(fd, reply.data(), reply.size());
+  };
   for (;;) {
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if (fds[0].revents) break;
+    if (fds[0].revents) {
+      char b[16];
+      (void)!::read(wake_[0], b, sizeof b);
+      if (stop_) break;
+      if (!paused_) {
+        for (const auto& [fd, line] : waiting) answer(fd, line);  // resumed: the queue, in arrival order
+        waiting.clear();
+      }
+    }
     if (fds[1].revents & POLLIN) {
       const int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (c >= 0) fds.push_back({c, POLLIN, 0});
@@ -113,15 +134,19 @@ void StoreServer::loop() {
       if (n <= 0) {
         ::close(fds[i].fd);
         buffers.erase(fds[i].fd);
+        for (auto& w : waiting)  // what arrived before the close is still taken at the resume, unanswered
+          if (w.first == fds[i].fd) w.first = -1;
         fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }
       std::string& b = buffers[fds[i].fd];
       b.append(buf, static_cast<std::size_t>(n));
       for (std::size_t nl; (nl = b.find('\n')) != std::string::npos;) {
-        const std::string reply = handle(b.substr(0, nl)) + "\n";
+        if (paused_)
+          waiting.emplace_back(fds[i].fd, b.substr(0, nl));
+        else
+          answer(fds[i].fd, b.substr(0, nl));
         b.erase(0, nl + 1);
-        (void)!::write(fds[i].fd, reply.data(), reply.size());
       }
       ++i;
     }

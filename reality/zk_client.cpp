@@ -62,24 +62,29 @@ bool zk_client_built() {
 // ---- the recorder (the parent's session) ------------------------------------------------------------------
 
 struct ZkRecorder::Impl {
-  zhandle_t* zh = nullptr;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool connected = false;
+  std::vector<zhandle_t*> zh;  ///< per member
 };
 
 namespace {
-void recorder_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
-  auto* r = static_cast<ZkRecorder*>(ctx);
-  (void)type;
-  (void)state;
-  r->wake();
+void recorder_watcher(zhandle_t*, int, int, const char*, void* ctx) {
+  static_cast<ZkRecorder*>(ctx)->wake();
 }
 void session_watcher(zhandle_t*, int type, int state, const char*, void* ctx);
+
+/// The recorder's session timeout: long, so a member's pause or crash does not expire it.
+constexpr int kRecorderSessionMs = 30'000;
 }  // namespace
 
 ZkRecorder::ZkRecorder(std::string hosts, std::string lock_key)
-    : hosts_(std::move(hosts)), parent_("/locks/" + lock_key), impl_(new Impl) {}
+    : parent_("/locks/" + lock_key), impl_(new Impl) {
+  for (std::size_t at = 0; at <= hosts.size();) {
+    const std::size_t comma = std::min(hosts.find(',', at), hosts.size());
+    if (comma > at) hosts_.push_back(hosts.substr(at, comma - at));
+    at = comma + 1;
+  }
+  lowest_.resize(hosts_.size());
+  impl_->zh.resize(hosts_.size(), nullptr);
+}
 
 ZkRecorder::~ZkRecorder() {
   stop();
@@ -88,19 +93,23 @@ ZkRecorder::~ZkRecorder() {
 
 void ZkRecorder::start(std::int64_t timeout_ns) {
   quiet_library();
-  // The global watcher hears the session's state changes: a reconnect means reading the children again.
-  impl_->zh = zookeeper_init(hosts_.c_str(), recorder_watcher, 30000, nullptr, this, 0);
-  if (impl_->zh == nullptr) throw std::runtime_error("zookeeper_init failed");
-  const std::int64_t deadline = mono_ns() + timeout_ns;
-  while (zoo_state(impl_->zh) != ZOO_CONNECTED_STATE) {
-    if (mono_ns() > deadline) throw std::runtime_error("the recorder's session did not connect");
-    check_interrupted();
-    ::usleep(5'000);
+  // Each session's watcher hears its state changes too: a reconnect means reading the children again.
+  for (std::size_t i = 0; i < hosts_.size(); ++i) {
+    impl_->zh[i] = zookeeper_init(hosts_[i].c_str(), recorder_watcher, kRecorderSessionMs, nullptr, this, 0);
+    if (impl_->zh[i] == nullptr) throw std::runtime_error("zookeeper_init failed");
   }
+  const std::int64_t deadline = mono_ns() + timeout_ns;
+  for (zhandle_t* zh : impl_->zh)
+    while (zoo_state(zh) != ZOO_CONNECTED_STATE) {
+      if (mono_ns() > deadline) throw std::runtime_error("the recorder's sessions did not connect");
+      check_interrupted();
+      ::usleep(5'000);
+    }
   for (const std::string& p : {std::string("/locks"), parent_})
-    if (const std::string why = create_persistent(impl_->zh, p); !why.empty()) throw std::runtime_error(why);
-  scan();
-  thread_ = std::thread([this] { loop(); });
+    if (const std::string why = create_persistent(impl_->zh.at(0), p); !why.empty())
+      throw std::runtime_error(why);
+  for (std::size_t i = 0; i < hosts_.size(); ++i) scan(i);
+  for (std::size_t i = 0; i < hosts_.size(); ++i) threads_.emplace_back([this, i] { loop(i); });
 }
 
 void ZkRecorder::stop() {
@@ -109,47 +118,60 @@ void ZkRecorder::stop() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-  if (impl_ && impl_->zh) {
-    zookeeper_close(impl_->zh);
-    impl_->zh = nullptr;
-  }
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+  if (impl_)
+    for (zhandle_t*& zh : impl_->zh)
+      if (zh) {
+        zookeeper_close(zh);
+        zh = nullptr;
+      }
 }
 
 void ZkRecorder::wake() {
   {
     std::lock_guard lk(mu_);
-    woken_ = true;
+    ++wakes_;
   }
   cv_.notify_all();
 }
 
-void ZkRecorder::loop() {
+void ZkRecorder::loop(std::size_t member) {
+  std::uint64_t seen = 0;
   for (;;) {
     {
       std::unique_lock lk(mu_);
       // A watch may be lost across a member's crash: read again at least every 50 ms anyway.
-      cv_.wait_for(lk, std::chrono::milliseconds(50), [this] { return woken_ || stop_; });
+      cv_.wait_for(lk, std::chrono::milliseconds(50), [&] { return wakes_ != seen || stop_; });
       if (stop_) return;
-      woken_ = false;
+      seen = wakes_;
     }
-    scan();
+    zhandle_t*& zh = impl_->zh[member];
+    if (zoo_state(zh) == ZOO_EXPIRED_SESSION_STATE) {  // its member was down longer than the timeout
+      zookeeper_close(zh);
+      zh = zookeeper_init(hosts_[member].c_str(), recorder_watcher, kRecorderSessionMs, nullptr, this, 0);
+      if (zh == nullptr) return;
+    }
+    scan(member);
   }
 }
 
-void ZkRecorder::scan() {
+void ZkRecorder::scan(std::size_t member) {
+  zhandle_t* zh = impl_->zh[member];
   String_vector sv{};
-  if (zoo_wget_children(impl_->zh, parent_.c_str(), recorder_watcher, this, &sv) != ZOK) return;
+  if (zoo_wget_children(zh, parent_.c_str(), recorder_watcher, this, &sv) != ZOK) return;
   const std::vector<std::string> kids = sorted(sv);
-  if (kids.empty() || kids.front() == lowest_) return;
+  if (kids.empty() || kids.front() == lowest_[member]) return;
   Stat st{};
-  if (zoo_exists(impl_->zh, (parent_ + "/" + kids.front()).c_str(), 0, &st) != ZOK) return;
+  if (zoo_exists(zh, (parent_ + "/" + kids.front()).c_str(), 0, &st) != ZOK) return;
   const std::int64_t t = mono_ns();
-  const std::string server = current_server(impl_->zh);
   std::lock_guard lk(mu_);
-  lowest_ = kids.front();
-  records_.push_back(
-      {t, server, kids.front(), static_cast<std::uint64_t>(st.czxid), st.ctime, st.ephemeralOwner});
+  lowest_[member] = kids.front();
+  const auto czxid = static_cast<std::uint64_t>(st.czxid);
+  for (const ZkRecord& r : records_)
+    if (r.czxid == czxid) return;  // another member's session saw it first
+  records_.push_back({t, hosts_[member], kids.front(), czxid, st.ctime, st.ephemeralOwner});
 }
 
 bool ZkRecorder::wait_record(std::uint64_t czxid, std::int64_t timeout_ns) {

@@ -6,9 +6,11 @@
 ///    otherwise an exists-watch on the predecessor and wait. The token is the node's czxid (zoo_create2's
 ///    Stat). A holder learns that its session expired only when the client library reconnects and the
 ///    ensemble tells it (Expired); until then it believes it holds.
-///  - ZkRecorder: a session of the parent that watches the lock parent's children and records every node
-///    that becomes the lowest child (its czxid, read from ZooKeeper with exists): the service's own grant
-///    decisions, independent of what the clients say.
+///  - ZkRecorder: the parent's sessions, one pinned to each member, that watch the lock parent's children
+///    and record every node that becomes the lowest child (its czxid, read from ZooKeeper with exists), when
+///    the first of them sees it: the service's own grant decisions, independent of what the clients say. A
+///    session per member, because a stopped member (SIGSTOP) stalls its sessions without closing them, and
+///    the C client notices only after two thirds of the session timeout.
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -35,11 +37,12 @@ struct ZkRecord {
 /// Creates /locks and /locks/<key> (persistent) on the ensemble at `hosts`; throws std::runtime_error.
 class ZkRecorder {
  public:
+  /// `hosts`: the members' host:port, comma-separated; the recorder keeps a session on each.
   ZkRecorder(std::string hosts, std::string lock_key);
   ~ZkRecorder();
   ZkRecorder(const ZkRecorder&) = delete;
   ZkRecorder& operator=(const ZkRecorder&) = delete;
-  /// Opens the session (at most `timeout_ns`), creates the lock parent, starts watching. Throws
+  /// Opens the sessions (at most `timeout_ns`), creates the lock parent, starts watching. Throws
   /// std::runtime_error.
   void start(std::int64_t timeout_ns);
   void stop();
@@ -48,19 +51,21 @@ class ZkRecorder {
   std::vector<ZkRecord> records() const;
   /// Wakes the recorder to read the children again (its watch fired, or a record is awaited).
   void wake();
-  struct Impl;  ///< the C client's handle
+  struct Impl;  ///< the C client's handles
 
  private:
-  void loop();
-  void scan();
-  std::string hosts_, parent_;
+  void loop(std::size_t member);
+  void scan(std::size_t member);
+  std::vector<std::string> hosts_;
+  std::string parent_;
   Impl* impl_ = nullptr;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false, woken_ = false;
-  std::string lowest_;
-  std::vector<ZkRecord> records_;
-  std::thread thread_;
+  bool stop_ = false;
+  std::uint64_t wakes_ = 0;
+  std::vector<std::string> lowest_;  ///< per member's session
+  std::vector<ZkRecord> records_;    ///< one per czxid: the first session to see it
+  std::vector<std::thread> threads_;
 };
 
 /// Curator's lock recipe's world in a client process: protocols/zookeeper/lock_recipe.hpp's Link over the C

@@ -13,7 +13,7 @@ bool zk_client_built() {
 
 struct ZkRecorder::Impl {};
 ZkRecorder::ZkRecorder(std::string hosts, std::string lock_key)
-    : hosts_(std::move(hosts)), parent_(lock_key) {}
+    : hosts_{std::move(hosts)}, parent_(lock_key) {}
 ZkRecorder::~ZkRecorder() = default;
 void ZkRecorder::start(std::int64_t) {
   throw std::runtime_error(zk_missing());

@@ -266,6 +266,12 @@ std::vector<std::uint16_t> ZkEnsemble::all_ports() const {
   return out;
 }
 
+pid_t ZkEnsemble::pid(const std::string& name) const {
+  for (const Member& m : members_)
+    if (m.name == name) return m.pid;
+  return -1;
+}
+
 std::vector<pid_t> ZkEnsemble::pids() const {
   std::vector<pid_t> out;
   for (const Member& m : members_) out.push_back(m.pid);

@@ -57,6 +57,8 @@ class ZkEnsemble {
   std::string member_of_port(std::uint16_t port) const;
   std::vector<std::uint16_t> all_ports() const;
   std::vector<pid_t> pids() const;
+  /// The process of member `name` now (-1: not running, or no such member).
+  pid_t pid(const std::string& name) const;
   /// Each member's name with the quorum and election ports it binds (its own server.N= line).
   struct PeerPorts {
     std::string name;
