@@ -224,13 +224,18 @@ void add_reality_options(CLI::App& cmd, RealityArgs& a) {
                  "multiply every duration of the scenario (0.2: a 10 s TTL is 2 s)")
       ->check(CLI::Range(0.01, 10.0));
   cmd.add_option("--runs", a.runs, "real runs per scenario × protocol (--all)")->check(CLI::Range(1, 100));
-  cmd.add_option("--report", a.report, "text or json ({real, simulated})")->check(one_of({"text", "json"}));
+  cmd.add_option("--report", a.report,
+                 "text, json ({real, simulated}) or html (the picture of the real run, as `run` draws one; "
+                 "one protocol)")
+      ->check(one_of({"text", "json", "html"}));
   cmd.add_option("-o,--output", a.out_file, "write the report to FILE");
 }
 
 int cmd_reality(const RealityArgs& a) {
   install_signal_handlers();
   try {
+    if (a.all && a.report == "html")
+      input_error("reality: --report html draws one run, not the --all matrix");
     if (a.all) return run_all(a);
     if (a.scenarios.size() != 1) input_error("reality: give one SCENARIO (or --all)");
     const Scenario base = load_scenario(a.scenarios[0]);
@@ -239,6 +244,8 @@ int cmd_reality(const RealityArgs& a) {
       for (const std::string& p : real_protocols())
         if (base.expect.count(p)) ps.push_back(p);
     validate_protocols(ps);
+    if (a.report == "html" && ps.size() != 1)
+      input_error("reality: --report html draws one run: name one protocol with -p");
     bool unsafe = false;
     std::string text;
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
@@ -268,6 +275,8 @@ int cmd_reality(const RealityArgs& a) {
         j["real"] = nlohmann::ordered_json::parse(json_report(r.real, sc));
         j["simulated"] = nlohmann::ordered_json::parse(json_report(r.sim, sc));
         arr.push_back(std::move(j));
+      } else if (a.report == "html") {
+        text = html_report(r.real, sc);
       } else {
         text += (text.empty() ? "" : "\n") + side_by_side(r.real, r.sim, a.time_scale);
       }

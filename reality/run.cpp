@@ -76,6 +76,7 @@ RunOutput RealRun::run() {
   out_.scenario = sc_.name;
   out_.protocol = protocol_;
   out_.seed = sc_.seed;
+  out_.real = true;
   out_.config = cfg;
   out_.resource_mode = mode;
   History& h = out_.history;

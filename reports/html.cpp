@@ -429,12 +429,12 @@ std::string html_report(const RunOutput& run, const Scenario& sc) {
   for (const RunOutput::MoreResource& m : run.more_resources)
     all_resources += fmt::format(" · {} {} ({})", m.mode == ResourceMode::fenced ? "fenced" : "unfenced",
                                  to_string(m.kind), m.name);
-  o += fmt::format(
-      "<span class=\"meta\">protocol <b>{}</b> · {} · seed {} · {} events · simulated {} s · trace "
-      "{:016x}{}"
-      "</span>",
-      esc(run.protocol), esc(all_resources), run.seed, run.events, format_seconds(run.run.end, 3),
-      run.trace_hash, esc(expect));
+  const std::string clock =
+      run.real
+          ? fmt::format("real run on this machine · {} s", format_seconds(run.run.end, 3))
+          : fmt::format("simulated {} s · trace {:016x}", format_seconds(run.run.end, 3), run.trace_hash);
+  o += fmt::format("<span class=\"meta\">protocol <b>{}</b> · {} · seed {} · {} events · {}{}</span>",
+                   esc(run.protocol), esc(all_resources), run.seed, run.events, esc(clock), esc(expect));
   o += "</header>\n";
   o += "<div class=\"controls\"><button id=\"zoom-out\" title=\"zoom out\">−</button>"
        "<button id=\"zoom-in\" title=\"zoom in\">+</button><button id=\"zoom-fit\">fit</button>"

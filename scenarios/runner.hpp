@@ -29,6 +29,7 @@ struct RunOutput {
   CheckResult check;
   RunResult run;
   std::uint64_t trace_hash = 0;
+  bool real = false;  ///< run against real servers (`locksim reality`): real times, no trace hash
   std::uint64_t events = 0;
   std::uint64_t messages = 0;
   std::vector<TraceEvent> trace;           ///< empty unless keep_trace

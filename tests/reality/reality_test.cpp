@@ -4,8 +4,12 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <string>
+#include <utility>
 
 #include "leftovers.hpp"
+#include "locksim/reports/report.hpp"
 #include "locksim/scenarios/catalog.hpp"
 #include "reality/children.hpp"
 #include "reality/plan.hpp"
@@ -43,6 +47,12 @@ TEST(RealRedis, GcPauseLetsTheStaleWriteThroughAsSimulated) {
   // The pause was SIGSTOP for the scenario's 15 s × 0.3, give or take the scheduler.
   EXPECT_GE(r.run.end.count(), 4'400'000'000);
   EXPECT_EQ(run_scenario(sc, "redis").verdict(), r.verdict());
+  // The picture `run --report html` draws, drawn from the real history: the violation ringed, the pause
+  // shown, and said to be a real run (no trace hash: it has none).
+  const std::string html = html_report(r, sc);
+  EXPECT_NE(html.find("stale write accepted: epoch 1 (client1) after epoch 2 (client2)"), std::string::npos);
+  EXPECT_NE(html.find("real run on this machine"), std::string::npos);
+  EXPECT_EQ(html.find("trace 0000000000000000"), std::string::npos);
 }
 
 TEST(RealRedis, RedlockGcPauseIsUnsafeAsSimulated) {
@@ -117,6 +127,30 @@ TEST(RealRedis, RedlockCrashRestartWithFsyncAlwaysKeepsTheKey) {
   EXPECT_GE(r.history.grants[1].granted, r.history.grants[0].belief_end);
   EXPECT_GE(r.history.grants[1].granted.count(), 1'200'000'000);
   EXPECT_LT(r.history.grants[1].granted.count(), 3'000'000'000);
+}
+
+/// Runs the locksim binary with `args` (no shell quoting needed here); its exit code and what it printed.
+std::pair<int, std::string> cli(const std::string& args) {
+  const std::string cmd = std::string(LOCKSIM_BINARY) + " " + args + " 2>&1";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; f && (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  const int st = f ? ::pclose(f) : -1;
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+TEST(RealityCommand, AnHtmlReportDrawsOneRunAndSaysSoOtherwise) {
+  // Nothing is started for these: the arguments are refused first (exit 2, with the reason).
+  const auto [all_rc, all_out] = cli("reality --all --report html");
+  EXPECT_EQ(all_rc, 2);
+  EXPECT_NE(all_out.find("--report html draws one run, not the --all matrix"), std::string::npos) << all_out;
+  const auto [two_rc, two_out] = cli("reality kleppmann-gc-pause -p redis -p redlock --report html");
+  EXPECT_EQ(two_rc, 2);
+  EXPECT_NE(two_out.find("name one protocol with -p"), std::string::npos) << two_out;
+  const auto [bad_rc, bad_out] = cli("reality kleppmann-gc-pause -p redis --report pdf");
+  EXPECT_EQ(bad_rc, 2) << bad_out;
+  EXPECT_TRUE(no_children());
 }
 
 TEST(RealityPlan, ClockFaultsAreNotReproducible) {
